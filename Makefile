@@ -1,0 +1,44 @@
+# Everything builds from nothing: `make test` creates .venv, installs the package with its
+# extras, checks Java 17 for Spark, then runs lint, types and the test suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export PYTHONHASHSEED := 0
+
+.PHONY: venv test lint typecheck pytest demo bench bench-quick java-check clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev,testing,spark,cli]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+java-check:
+	@java -version >/dev/null 2>&1 || { echo "Java 17+ is needed for the Spark pipeline (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@$(PYTHON) -c "import re,subprocess,sys; out=subprocess.run(['java','-version'],capture_output=True,text=True).stderr; m=re.search(r'version \"(\d+)', out); v=int(m.group(1)) if m else 0; sys.exit(0 if v>=17 else print(f'Java {v} found; the Spark pipeline needs Java 17+') or 1)"
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks
+
+typecheck: venv
+	$(BIN)/mypy --strict src
+
+pytest: venv java-check
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest -q
+
+test: lint typecheck pytest
+
+demo: venv java-check
+	$(BIN)/routing demo
+
+bench: venv
+	$(BIN)/python -m benchmarks
+
+bench-quick: venv
+	$(BIN)/python -m benchmarks --quick
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

@@ -1,0 +1,335 @@
+"""The pure rules of the broker side (Java study §3): no state, no clock, no I/O.
+
+`routing.heartbeat.BrokerHeartbeat` is built from these functions, and they are public
+(re-exported by `routing.heartbeat`) so a host or a test can check one rule on its own.
+Every time is an integer count of milliseconds.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+
+from ._messages import VersionAnswer
+from ._validate import check_int
+from ._values import DataVersion, Perm, TopicConfig
+
+__all__ = [
+    "FIRST_REGISTER_DELAY_MS",
+    "HEARTBEAT_INITIAL_DELAY_MS",
+    "MAX_REGISTER_PERIOD_MS",
+    "MIN_REGISTER_PERIOD_MS",
+    "UNREGISTER_TIMEOUT_MS",
+    "QueryOutcome",
+    "need_register",
+    "next_tick_ms",
+    "register_period_ms",
+    "rewrite_permissions",
+    "split_topics",
+]
+
+#: Initial delay of the periodic full registration (``BrokerController.start``: ``1000 * 10``).
+FIRST_REGISTER_DELAY_MS = 10_000
+#: Lower clamp of ``registerNameServerPeriod``.
+MIN_REGISTER_PERIOD_MS = 10_000
+#: Upper clamp of ``registerNameServerPeriod``.
+MAX_REGISTER_PERIOD_MS = 60_000
+#: Initial delay of the lightweight heartbeat (``BrokerController.scheduleSendHeartbeat``).
+HEARTBEAT_INITIAL_DELAY_MS = 1_000
+#: Timeout of each UNREGISTER_BROKER at shutdown (``BrokerOuterAPI.unregisterBroker``: 3000).
+UNREGISTER_TIMEOUT_MS = 3_000
+
+
+def register_period_ms(configured: int) -> int:
+    """The period of the full registration: ``max(10_000, min(configured, 60_000))`` ms.
+
+    Java: the ``scheduleAtFixedRate`` period in ``BrokerController.start``, from
+    ``registerNameServerPeriod`` (default 30 000). Cost: O(1).
+
+    >>> [register_period_ms(p) for p in (5_000, 10_000, 30_000, 60_000, 90_000)]
+    [10000, 10000, 30000, 60000, 60000]
+    """
+    check_int("register_period_ms", configured)
+    return max(MIN_REGISTER_PERIOD_MS, min(configured, MAX_REGISTER_PERIOD_MS))
+
+
+def next_tick_ms(first_ms: int, period_ms: int, now_ms: int) -> int:
+    """The first instant of the fixed-rate grid ``first_ms + k * period_ms`` (k ≥ 0) after now.
+
+    Returns ``first_ms`` while ``now_ms < first_ms``. A host that polls late gets one run,
+    not a burst: the missed grid points are skipped (``ScheduledThreadPoolExecutor`` would run
+    them back to back). Cost: O(1).
+
+    >>> next_tick_ms(10_000, 30_000, 9_999), next_tick_ms(10_000, 30_000, 10_000)
+    (10000, 40000)
+    >>> next_tick_ms(10_000, 30_000, 75_000)
+    100000
+    """
+    if period_ms <= 0:
+        raise ValueError(f"period_ms must be > 0, got {period_ms!r}")
+    if now_ms < first_ms:
+        return first_ms
+    return first_ms + ((now_ms - first_ms) // period_ms + 1) * period_ms
+
+
+class QueryOutcome(enum.Enum):
+    """How a QUERY_DATA_VERSION ended when it produced no `VersionAnswer`.
+
+    ``FAILED`` is an exception on the broker (connect or send error, RPC timeout) and counts as
+    "changed"; ``ERROR_RESPONSE`` is a non-SUCCESS response code and ``NO_ANSWER`` a query
+    still running when the broker stopped waiting: both count as unchanged
+    (``BrokerOuterAPI.needRegister``).
+    """
+
+    FAILED = "failed"
+    ERROR_RESPONSE = "error_response"
+    NO_ANSWER = "no_answer"
+
+
+def need_register(
+    local_version: DataVersion, answers: Iterable[VersionAnswer | QueryOutcome]
+) -> bool:
+    """Java ``BrokerOuterAPI.needRegister`` + ``BrokerController.needRegister``: the OR over
+    name servers.
+
+    One entry per name server. A `VersionAnswer` (a SUCCESS response) votes "register" when
+    ``changed`` is true or when it returns a stored version different from ``local_version``
+    (a host that reads a null ``changed`` header passes ``changed=True``, as Java counts null as
+    true). `QueryOutcome.FAILED` votes "register"; ``ERROR_RESPONSE`` and ``NO_ANSWER`` vote
+    nothing. No answers at all (no name server) means False. Cost: O(len(answers)).
+
+    >>> v = DataVersion(timestamp=1, counter=1)
+    >>> need_register(v, [VersionAnswer(changed=False, stored=v)])
+    False
+    >>> need_register(v, [VersionAnswer(changed=False, stored=v), QueryOutcome.FAILED])
+    True
+    >>> need_register(v, [QueryOutcome.ERROR_RESPONSE, QueryOutcome.NO_ANSWER])
+    False
+    """
+    for answer in answers:
+        if isinstance(answer, VersionAnswer):
+            if answer.changed or (answer.stored is not None and answer.stored != local_version):
+                return True
+        elif answer is QueryOutcome.FAILED:
+            return True
+    return False
+
+
+def rewrite_permissions(
+    topics: Iterable[TopicConfig], broker_permission: int
+) -> tuple[TopicConfig, ...]:
+    """The permission rewrite of ``BrokerController.registerBrokerAll`` (5.x).
+
+    When ``broker_permission`` lacks READ or WRITE, each topic becomes
+    ``TopicConfig(name, read_queue_nums, write_queue_nums, perm & broker_permission)``: like
+    Java's four-argument constructor this drops ``topic_sys_flag``, ``order``, ``attributes``
+    and the filter type (4.x used ``perm = broker_permission``). Otherwise the topics are
+    returned as they are. Order is kept. Cost: O(topics).
+
+    >>> t = TopicConfig(topic_name="T", perm=Perm.READ | Perm.WRITE | Perm.INHERIT, order=True)
+    >>> [(c.perm, c.order) for c in rewrite_permissions([t], Perm.READ)]
+    [(<Perm.READ: 4>, False)]
+    >>> rewrite_permissions([t], Perm.READ | Perm.WRITE)[0] is t
+    True
+    """
+    check_int("broker_permission", broker_permission, low=0, high=15)
+    items = tuple(topics)
+    if broker_permission & Perm.READ and broker_permission & Perm.WRITE:
+        return items
+    return tuple(
+        TopicConfig(
+            topic_name=t.topic_name,
+            read_queue_nums=t.read_queue_nums,
+            write_queue_nums=t.write_queue_nums,
+            perm=int(t.perm) & broker_permission,
+        )
+        for t in items
+    )
+
+
+def split_topics(
+    topics: Sequence[TopicConfig], size: int | None
+) -> tuple[tuple[TopicConfig, ...], ...]:
+    """Cut a topic table into the registrations ``registerBrokerAll`` sends.
+
+    ``size=None`` (split registration off) gives one chunk with every topic. Otherwise every
+    ``size`` topics make a chunk, and the remainder makes a final chunk that is always present,
+    even when empty (Java sends the final wrapper whenever ``enableSplitRegistration`` is on):
+    ``len(result) == len(topics) // size + 1``. Cost: O(topics).
+
+    >>> names = [TopicConfig(topic_name=f"T{i}") for i in range(5)]
+    >>> [len(c) for c in split_topics(names, 2)], [len(c) for c in split_topics(names[:4], 2)]
+    ([2, 2, 1], [2, 2, 0])
+    >>> [len(c) for c in split_topics(names, None)]
+    [5]
+    """
+    items = tuple(topics)
+    if size is None:
+        return (items,)
+    check_int("split_registration_size", size, low=1)
+    full = len(items) // size * size
+    chunks = [items[i : i + size] for i in range(0, full, size)]
+    chunks.append(items[full:])
+    return tuple(chunks)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+_positive = attrs_check(check_int, low=1)
+_bool = attrs_check(check_bool)
+
+
+def _to_name_servers(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        fail("BrokerConfig.name_servers", value, "a sequence of 'host:port' addresses")
+    return tuple(value)
+
+
+def _to_perm(value: Any) -> Perm:
+    return Perm(check_int("BrokerConfig.broker_permission", value, low=0, high=15))
+
+
+@attrs.frozen(kw_only=True)
+class BrokerConfig:
+    """The broker settings that drive registration (Java ``BrokerConfig``, §3.1 defaults).
+
+    Identity: ``cluster``, ``broker_name``, ``broker_id``, ``broker_addr``
+    (``brokerIP1:listenPort``), ``ha_server_addr`` (``brokerIP2:haListenPort``), ``zone_name``.
+    ``name_servers`` is the name-server address list; registrations, queries, heartbeats and
+    unregisters go to each of them. All durations are ms. ``total_replicas`` is the
+    MessageStoreConfig setting: with more than one replica and ``enable_slave_acting_master`` the
+    broker starts isolated. ``disappear_time_after_start_ms`` (Java default -1, no delay) holds
+    the periodic registration back after start. Every field is validated; a bad one raises
+    `InvalidRequest` naming ``BrokerConfig.<field>``.
+    """
+
+    cluster: str = attrs.field(validator=attrs_check(check_name))
+    broker_name: str = attrs.field(validator=attrs_check(check_name))
+    broker_id: int = attrs.field(validator=attrs_check(check_int, low=0))
+    broker_addr: str = attrs.field(validator=attrs_check(check_addr))
+    ha_server_addr: str | None = attrs.field(default=None, validator=attrs_optional(check_addr))
+    zone_name: str | None = attrs.field(default=None, validator=attrs_optional(check_name))
+    name_servers: tuple[str, ...] = attrs.field(default=(), converter=_to_name_servers)
+    register_period_ms: int = attrs.field(default=30_000, validator=_positive)
+    force_register: bool = attrs.field(default=True, validator=_bool)
+    register_timeout_ms: int = attrs.field(default=24_000, validator=_positive)
+    broker_permission: Perm = attrs.field(default=Perm.READ | Perm.WRITE, converter=_to_perm)
+    enable_slave_acting_master: bool = attrs.field(default=False, validator=_bool)
+    broker_heartbeat_interval_ms: int = attrs.field(default=1_000, validator=_positive)
+    broker_not_active_timeout_ms: int = attrs.field(default=10_000, validator=_positive)
+    send_heartbeat_timeout_ms: int = attrs.field(default=1_000, validator=_positive)
+    compatible_with_old_namesrv: bool = attrs.field(default=True, validator=_bool)
+    enable_split_registration: bool = attrs.field(default=False, validator=_bool)
+    split_registration_size: int = attrs.field(default=800, validator=_positive)
+    total_replicas: int = attrs.field(default=1, validator=_positive)
+    disappear_time_after_start_ms: int = attrs.field(
+        default=-1, validator=attrs_check(check_int))
+
+    @name_servers.validator
+    def _check_name_servers(self, attribute: Any, value: tuple[str, ...]) -> None:
+        for i, addr in enumerate(value):
+            check_addr(f"BrokerConfig.name_servers[{i}]", addr)
+        if len(set(value)) != len(value):
+            fail("BrokerConfig.name_servers", value, "a list without duplicates")
+
+    @property
+    def effective_register_period_ms(self) -> int:
+        """`register_period_ms` clamped to [10 000, 60 000] ms, as the schedule uses it."""
+        return register_period_ms(self.register_period_ms)
+
+    @property
+    def heartbeat_timeout_ms(self) -> int | None:
+        """Sent in each registration: ``broker_not_active_timeout_ms`` in acting-master mode,
+        else None (the name server's default, 120 000 ms)."""
+        return self.broker_not_active_timeout_ms if self.enable_slave_acting_master else None
+
+    @property
+    def starts_isolated(self) -> bool:
+        """Java ``start``: ``totalReplicas > 1 && enableSlaveActingMaster``."""
+        return self.total_replicas > 1 and self.enable_slave_acting_master
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@attrs.frozen(kw_only=True)
+class SendRegistration:
+    """Send REGISTER_BROKER to ``name_server`` (``BrokerOuterAPI.registerBroker``).
+
+    Unless ``oneway``, report the outcome with ``request_id`` to `BrokerHeartbeat` within
+    ``timeout_ms``. The host sends ``registration.filter_servers`` (empty, as 5.x does) and the
+    zone as the ``__ZONE_NAME`` ext field.
+    """
+
+    name_server: str
+    request_id: int
+    registration: Registration
+    oneway: bool
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendVersionQuery:
+    """Send QUERY_DATA_VERSION with ``data_version`` as the body.
+
+    ``oneway=False``: the ``need_register`` check; report the answer with ``request_id``.
+    ``oneway=True``: the acting-master heartbeat (``sendHeartbeatViaDataVersion``); no reply
+    is expected and any reply is ignored.
+    """
+
+    name_server: str
+    request_id: int
+    cluster: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int
+    data_version: DataVersion
+    oneway: bool
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendHeartbeat:
+    """Send BROKER_HEARTBEAT oneway (``BrokerOuterAPI.sendHeartbeat``); no reply expected."""
+
+    name_server: str
+    cluster: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendUnregister:
+    """Send UNREGISTER_BROKER (``BrokerOuterAPI.unregisterBroker``, 3 000 ms each).
+
+    Java sends them one after the other and ignores failures; no reply is needed here.
+    """
+
+    name_server: str
+    cluster: str
+    broker_addr: str
+    broker_name: str
+    broker_id: int
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class UpdateMasterAddress:
+    """The first successful registration reply of a send (``handleRegisterBrokerResult``).
+
+    The host sets the slave-synchronize master address to ``master_addr`` (even when None) and,
+    if it updates HA addresses periodically and ``ha_server_addr`` is not None, the store's HA
+    master and master addresses. ``name_server`` is who answered first.
+    """
+
+    master_addr: str | None
+    ha_server_addr: str | None
+    name_server: str
+
+
+Action: TypeAlias = (
+    SendRegistration | SendVersionQuery | SendHeartbeat | SendUnregister | UpdateMasterAddress
+)

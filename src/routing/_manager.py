@@ -1,0 +1,699 @@
+"""`RouteInfoManager`: the name server's routing state (Java ``RouteInfoManager``, 5.x).
+
+Sans-I/O: every operation reads the injected clock once, changes the tables under one lock,
+and returns what the host must do (channels to close, notifications to send). Routes are
+kept as immutable per-topic snapshots, rebuilt only for the topics a write touched, so
+``pickup_route`` is a dictionary lookup. Deliberate differences from Java are the spec's
+decisions D1–D12 and are listed in ``docs/java-parity.md``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+
+import attrs
+from sortedcontainers import SortedSet
+
+from ._clock import Clock, SystemClock
+from ._errors import InvalidRequest, NotReady
+from ._frozen import FrozenMap
+from ._invariants import find_problems
+from ._messages import (
+    BrokerMemberGroup,
+    BrokerRegistered,
+    BrokerRemoved,
+    ClusterInfo,
+    ExpiredBroker,
+    MinBrokerIdChanged,
+    RegisterResult,
+    Registration,
+    RemovalReason,
+    RouteChange,
+    RoutingConfig,
+    TopicList,
+    UnregisterRequest,
+    VersionAnswer,
+)
+from ._routes import build_route, representative_flag
+from ._state import Group, Live, LiveKey, State, no_master
+from ._validate import MAX_QUEUE_NUMS, check_addr, check_name, check_topic, fail
+from ._values import (
+    MASTER_ID,
+    BrokerAddr,
+    BrokerLiveInfo,
+    DataVersion,
+    Perm,
+    QueueData,
+    TopicRouteData,
+    TopicSysFlag,
+)
+
+__all__ = ["RouteInfoManager", "RouteListener"]
+
+#: Receives one `RouteChange` after each write that changed something, outside the lock.
+RouteListener = Callable[[RouteChange], None]
+
+_NO_WRITE = ~Perm.WRITE & 0xF
+
+
+class RouteInfoManager:
+    """Which brokers serve which topics, and which brokers are alive.
+
+    >>> import routing as r
+    >>> clock = r.ManualClock(start_ms=0)
+    >>> mgr = r.RouteInfoManager(clock=clock)
+    >>> topics = {t: r.TopicConfig(topic_name=t, write_queue_nums=4) for t in ("A", "B")}
+    >>> mgr.register(r.Registration(cluster="c", broker_name="b", broker_id=0,
+    ...     broker_addr="10.0.0.1:10911", topics=topics)).accepted
+    True
+    >>> mgr.pickup_route("A").writable_queue_count
+    4
+    >>> clock.advance(120_001) and mgr.scan_expired()[0].broker_addr
+    '10.0.0.1:10911'
+    >>> mgr.pickup_route("A") is None
+    True
+
+    Thread-safe. ``clock`` defaults to `SystemClock`, ``config`` to `RoutingConfig()`.
+    """
+
+    def __init__(self, clock: Clock | None = None, config: RoutingConfig | None = None, *,
+                 listener: RouteListener | None = None) -> None:
+        if config is not None and not isinstance(config, RoutingConfig):
+            fail("config", config, "a RoutingConfig")
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._config = config if config is not None else RoutingConfig()
+        self._listener = listener
+        self._lock = threading.RLock()
+        self._state = State()
+        self._routes: dict[str, TopicRouteData] = {}
+        self._route_versions: dict[str, int] = {}
+        self._version_seq = 0
+        self._generation = 0
+        self._last_now = self._clock.now_ms()
+        wait = self._config.wait_for_service_ms
+        self._ready_at_ms = self._last_now + (wait or 0)
+        self._ready = wait is None or wait == 0
+        self._unit: SortedSet = SortedSet()
+        self._unit_sub: SortedSet = SortedSet()
+        self._unit_sub_non_unit: SortedSet = SortedSet()
+
+    # ================================================================== properties
+
+    @property
+    def config(self) -> RoutingConfig:
+        return self._config
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    def __repr__(self) -> str:
+        st = self._state
+        return (f"<RouteInfoManager topics={len(st.topic_queue)} groups={len(st.groups)} "
+                f"live={len(st.live)}>")
+
+    # ================================================================== registration
+
+    def register(self, registration: Registration) -> RegisterResult:
+        """Register (or refresh) a broker and its topics (Java ``registerBroker``, §2.1).
+
+        Cost: O(I) plus O(T_payload) when the data version changed, on first registration,
+        or when rows are missing; O(I) for an unchanged re-registration that passes the
+        same topic table as last time (equal by identity or value). A rejection (D3)
+        changes nothing and returns ``accepted=False``.
+        """
+        reg = registration
+        if not isinstance(reg, Registration):
+            fail("registration", reg, "a Registration")
+        self._check_hashable("registration.channel", reg.channel)
+        cap = self._config.max_queue_nums
+        if cap < MAX_QUEUE_NUMS:
+            for config in reg.topics.values():
+                self._check_queue_cap(f"topics[{config.topic_name!r}]", config.read_queue_nums,
+                                      config.write_queue_nums)
+        with self._lock:
+            now = self._now()
+            result, event = self._register(reg, now)
+        if event is not None:
+            self._emit(event)
+        return result
+
+    def _register(self, reg: Registration, now: int) -> tuple[RegisterResult, RouteChange | None]:
+        st = self._state
+        name, bid, addr = reg.broker_name, reg.broker_id, reg.broker_addr
+        key: LiveKey = (reg.cluster, addr)
+        group = st.groups.get(name)
+        members = group.addrs if group is not None else {}
+
+        # ---- decide first (D3: a rejection changes nothing, not even liveness)
+        previous_min = min(members) if members else 0
+        min_changed = bid < previous_min
+        after_switch = {i: a for i, a in members.items() if not (a == addr and i != bid)}
+        incumbent_addr = after_switch.get(bid)
+        if incumbent_addr is not None and incumbent_addr != addr:
+            incumbent = st.live.get((reg.cluster, incumbent_addr))
+            if (incumbent is not None
+                    and incumbent.data_version.state_version > reg.data_version.state_version):
+                return RegisterResult(
+                    accepted=False,
+                    rejection=(f"stale state_version {reg.data_version.state_version}: broker id "
+                               f"{bid} of {name!r} is held by {incumbent_addr} with state_version "
+                               f"{incumbent.data_version.state_version}")), None
+        if bid not in after_switch and len(reg.topics) == 1:
+            return RegisterResult(
+                accepted=False,
+                rejection=(f"single-topic registration from broker id {bid} unknown to group "
+                           f"{name!r}: an incremental registration cannot be the first")), None
+
+        # ---- apply
+        new_group = group is None
+        if group is None:
+            group = st.groups[name] = Group(reg.cluster, name)
+        st.add_to_cluster(reg.cluster, name)
+        is_old = reg.enable_acting_master is None
+        acting = (not is_old) and bool(reg.enable_acting_master)
+        group_dirty = new_group
+        if group.enable_acting_master != acting or group.zone_name != reg.zone_name:
+            group.enable_acting_master, group.zone_name = acting, reg.zone_name
+            group_dirty = True
+        if st.remove_addr(group, addr, except_id=bid):  # slave -> master switch (step 5)
+            group_dirty = True
+        held = group.addrs.get(bid)
+        register_first = new_group or held is None
+        if held != addr:
+            if held is not None:
+                st.remove_addr(group, held)
+            st.add_member(group, bid, addr)
+            group_dirty = True
+
+        is_master = bid == MASTER_ID
+        is_prime_slave = not is_old and not is_master and bid == min(group.addrs)
+        old_live = st.live.get(key)
+        version_changed = old_live is None or old_live.data_version != reg.data_version
+        applied = None
+        if is_master or is_prime_slave:
+            applied = reg.topics
+            if not self._unchanged_table(old_live, reg, group, register_first, version_changed):
+                self._write_topics(reg, group, register_first, version_changed,
+                                   wipe_write=is_prime_slave and acting)
+
+        self._generation += 1
+        live = Live(key, broker_name=name, broker_id=bid, last_update=now,
+                    timeout=reg.heartbeat_timeout_ms or self._config.default_heartbeat_timeout_ms,
+                    data_version=reg.data_version, channel=reg.channel,
+                    ha_server_addr=reg.ha_server_addr, generation=self._generation)
+        if applied is not None:
+            live.applied_topics, live.applied_epoch = applied, group.rows_epoch
+        st.put_live(live)
+        if reg.filter_servers is not None:
+            st.set_filter_servers(key, reg.filter_servers)
+        if group_dirty:
+            st.group_changed(group)
+
+        master_addr = ha_addr = None
+        if bid != MASTER_ID:
+            candidate = group.addrs.get(MASTER_ID)
+            master_live = st.live.get((reg.cluster, candidate)) if candidate else None
+            if master_live is not None:
+                master_addr, ha_addr = candidate, master_live.ha_server_addr
+        notices: list[MinBrokerIdChanged] = []
+        if min_changed and self._config.notify_min_broker_id_changed:
+            notices.append(self._min_id_notice(group, offline=None, ha=reg.ha_server_addr))
+        registered = BrokerRegistered(cluster=reg.cluster, broker_name=name, broker_id=bid,
+                                      broker_addr=addr, generation=live.generation,
+                                      first=old_live is None)
+        event = self._commit(now, "register", registered=(registered,), notices=notices)
+        return RegisterResult(accepted=True, master_addr=master_addr, ha_server_addr=ha_addr,
+                              generation=live.generation, notifications=tuple(notices)), event
+
+    @staticmethod
+    def _unchanged_table(old_live: Live | None, reg: Registration, group: Group,
+                         register_first: bool, version_changed: bool) -> bool:
+        """True when re-applying ``reg.topics`` would change nothing: same version, same
+        table as this live entry last applied in full, and no row of the group changed
+        since. O(1) for the same table object, else one C-level dict comparison."""
+        if register_first or version_changed or old_live is None:
+            return False
+        applied = old_live.applied_topics
+        return (applied is not None and old_live.applied_epoch == group.rows_epoch
+                and (applied is reg.topics or applied == reg.topics))
+
+    def _write_topics(self, reg: Registration, group: Group, register_first: bool,
+                      version_changed: bool, *, wipe_write: bool) -> None:
+        """Java §2.1 step 10: delete by omission, upsert changed/missing rows, mappings."""
+        st, name = self._state, group.broker_name
+        if (self._config.delete_topic_with_broker_registration and not reg.partial
+                and not reg.topic_queue_mappings):
+            for topic in [t for t in st.topics_of_group.get(name, ()) if t not in reg.topics]:
+                st.drop_row(topic, name)
+        rewrite_all = register_first or version_changed
+        topic_queue = st.topic_queue
+        for topic, config in reg.topics.items():
+            if rewrite_all or name not in topic_queue.get(topic, ()):
+                row = config.to_queue_data(name)
+                if wipe_write and row.perm & Perm.WRITE:
+                    # Java clears the bit on the caller's TopicConfig; we never mutate inputs.
+                    row = attrs.evolve(row, perm=row.perm & _NO_WRITE)
+                st.put_row(topic, row)
+        if rewrite_all:
+            for topic, info in reg.topic_queue_mappings.items():
+                st.put_mapping(topic, info)
+
+    # ================================================================== removal
+
+    def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
+                   generation: int | None = None) -> bool:
+        """Remove a broker address (Java ``unregisterBroker``, applied synchronously).
+
+        With ``generation``, only the live entry of that generation is removed (D2): a
+        broker that re-registered since survives. True only if something was removed (D11).
+        Cost: O(I), plus O(T_b) when the group disappears or loses its master in
+        acting-master mode.
+        """
+        request = UnregisterRequest(cluster=cluster, broker_addr=broker_addr,
+                                    broker_name=broker_name, broker_id=broker_id,
+                                    generation=generation)
+        return self.unregister_many((request,))[0]
+
+    def unregister_many(self, requests: Iterable[UnregisterRequest]) -> tuple[bool, ...]:
+        """Apply several unregisters under one lock (Java's batch worker), in order."""
+        batch = tuple(requests)
+        for i, req in enumerate(batch):
+            if not isinstance(req, UnregisterRequest):
+                fail(f"requests[{i}]", req, "an UnregisterRequest")
+        with self._lock:
+            now = self._now()
+            removed: list[BrokerRemoved] = []
+            notices: list[MinBrokerIdChanged] = []
+            outcome = tuple(self._unregister(req, removed, notices) for req in batch)
+            event = self._commit(now, "unregister", removed=tuple(removed), notices=notices)
+        if event is not None:
+            self._emit(event)
+        return outcome
+
+    def _unregister(self, req: UnregisterRequest, removed: list[BrokerRemoved],
+                    notices: list[MinBrokerIdChanged]) -> bool:
+        st = self._state
+        key: LiveKey = (req.cluster, req.broker_addr)
+        live = st.live.get(key)
+        if req.generation is not None and (live is None or live.generation != req.generation):
+            return False
+        changed = False
+        if live is not None:
+            st.drop_live(key)
+            removed.append(self._removed(live, "unregistered"))
+            changed = True
+        group = st.groups.get(req.broker_name)
+        if group is not None:
+            changed |= self._remove_member(group, req.broker_addr, req.broker_id, notices)
+        return changed
+
+    def scan_expired(self) -> tuple[ExpiredBroker, ...]:
+        """Remove every broker with ``last_update + timeout < now`` at once (D1).
+
+        Java's scan only queues unregisters and can leave zombies; here the live entry and
+        its memberships go together. Cost: O(1) when none is due (deadline index), plus
+        O(I + T_b) per expired broker whose group disappears.
+        """
+        with self._lock:
+            now = self._now()
+            if (earliest := self._state.deadlines.earliest()) is None or earliest >= now:
+                return ()
+            removed: list[BrokerRemoved] = []
+            notices: list[MinBrokerIdChanged] = []
+            expired = tuple(self._drop_live_entry(key, "expired", removed, notices)
+                            for key in self._state.deadlines.pop_expired(now))
+            event = self._commit(now, "scan_expired", removed=tuple(removed), notices=notices)
+        if event is not None:
+            self._emit(event)
+        return expired
+
+    def on_channel_closed(self, channel: Hashable | None) -> tuple[ExpiredBroker, ...]:
+        """Remove every broker registered on ``channel`` (D6; Java removes the first only).
+
+        ``None`` does nothing (D11). Channels are matched by equality. Cost: O(brokers on
+        the channel), plus group removals as for `scan_expired`.
+        """
+        if channel is None:
+            return ()
+        self._check_hashable("channel", channel)
+        with self._lock:
+            now = self._now()
+            keys = sorted(self._state.keys_of_channel.get(channel, ()))
+            if not keys:
+                return ()
+            removed: list[BrokerRemoved] = []
+            notices: list[MinBrokerIdChanged] = []
+            gone = tuple(self._drop_live_entry(k, "channel_closed", removed, notices)
+                         for k in keys)
+            event = self._commit(now, "channel_closed", removed=tuple(removed), notices=notices)
+        if event is not None:
+            self._emit(event)
+        return gone
+
+    def _drop_live_entry(self, key: LiveKey, reason: RemovalReason,
+                         removed: list[BrokerRemoved], notices: list[MinBrokerIdChanged]
+                         ) -> ExpiredBroker:
+        """Remove a live entry and the address's memberships: every group of the same
+        cluster holding it (Java matches the first only), and the group it registered
+        into even if that group was created under another cluster name (a Java zombie)."""
+        st = self._state
+        live = st.drop_live(key)
+        assert live is not None
+        addr = key[1]
+        names = set(st.groups_of_addr.get(key, ()))
+        own = st.groups.get(live.broker_name)
+        if own is not None and addr in own.addrs.values():
+            names.add(live.broker_name)
+        for name in sorted(names):
+            group = st.groups[name]
+            member_id = next(i for i, a in group.addrs.items() if a == addr)
+            self._remove_member(group, addr, member_id, notices)
+        removed.append(self._removed(live, reason))
+        return ExpiredBroker(cluster=key[0], broker_addr=addr, broker_name=live.broker_name,
+                             broker_id=live.broker_id, channel=live.channel,
+                             last_update_ms=live.last_update, timeout_ms=live.timeout,
+                             generation=live.generation)
+
+    def _remove_member(self, group: Group, addr: str, broker_id: int,
+                       notices: list[MinBrokerIdChanged]) -> bool:
+        """Java §2.4 step 2–5 for one group: remove by address, drop an emptied group with
+        its rows (O(T_b)), or clear the write bit of a master-less acting-master group."""
+        st = self._state
+        min_changed = bool(group.addrs) and broker_id == min(group.addrs)
+        if not st.remove_addr(group, addr):
+            return False
+        if not group.addrs:
+            st.drop_group(group)
+            return True
+        st.group_changed(group)
+        if group.enable_acting_master and no_master(group):
+            self._set_write_bit(group.broker_name, False)
+        if (min_changed and group.enable_acting_master
+                and self._config.notify_min_broker_id_changed):
+            notices.append(self._min_id_notice(group, offline=addr, ha=None))
+        return True
+
+    def _removed(self, live: Live, reason: RemovalReason) -> BrokerRemoved:
+        return BrokerRemoved(cluster=live.key[0], broker_name=live.broker_name,
+                             broker_id=live.broker_id, broker_addr=live.key[1],
+                             generation=live.generation, reason=reason,
+                             last_update_ms=live.last_update)
+
+    def _min_id_notice(self, group: Group, *, offline: str | None, ha: str | None
+                       ) -> MinBrokerIdChanged:
+        """Java §2.13: who learns that the group's smallest broker id changed."""
+        smallest = min(group.addrs)
+        if offline is not None or len(group.addrs) == 1:
+            recipients = [group.addrs[i] for i in sorted(group.addrs)]
+        else:
+            recipients = [group.addrs[i] for i in sorted(group.addrs) if i != smallest]
+        return MinBrokerIdChanged(
+            cluster=group.cluster, broker_name=group.broker_name, min_broker_id=smallest,
+            min_broker_addr=group.addrs[smallest], offline_broker_addr=offline,
+            ha_broker_addr=ha, recipients=tuple(recipients))
+
+    # ================================================================== liveness
+
+    def query_data_version(self, *, cluster: str, broker_addr: str,
+                           data_version: DataVersion) -> VersionAnswer:
+        """QUERY_DATA_VERSION: is ``data_version`` different from the stored one? Always
+        refreshes liveness of a known broker (5.x). O(1)."""
+        key = (check_name("cluster", cluster), check_addr("broker_addr", broker_addr))
+        if not isinstance(data_version, DataVersion):
+            fail("data_version", data_version, "a DataVersion")
+        with self._lock:
+            now = self._now()
+            live = self._state.live.get(key)
+            if live is None:
+                return VersionAnswer(changed=True, stored=None)
+            self._state.touch_live(live, now)
+            return VersionAnswer(changed=live.data_version != data_version,
+                                 stored=live.data_version)
+
+    def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
+        """BROKER_HEARTBEAT: refresh a known broker's liveness; never creates an entry nor
+        changes its timeout. False for an unknown broker. O(1)."""
+        key = (check_name("cluster", cluster), check_addr("broker_addr", broker_addr))
+        with self._lock:
+            now = self._now()
+            live = self._state.live.get(key)
+            if live is None:
+                return False
+            self._state.touch_live(live, now)
+            return True
+
+    # ================================================================== routes
+
+    def pickup_route(self, topic: str) -> TopicRouteData | None:
+        """The route of ``topic``, or None (Java ``pickupTopicRouteData``). O(1).
+
+        The answer is an immutable snapshot shared between callers (D4). While the
+        readiness window is open (D10), raises `NotReady`.
+        """
+        if not self._ready:
+            self._check_ready()
+        route = self._routes.get(topic)
+        if route is None and not isinstance(topic, str):
+            fail("topic", topic, "a str")
+        return route
+
+    def route_version(self, topic: str) -> int:
+        """A number that changes whenever ``topic``'s route changes (0: never had one).
+        Versions are unique across topics and only grow; cache routes by them. O(1)."""
+        return self._route_versions.get(topic, 0)
+
+    def _check_ready(self) -> None:
+        now = self._clock.now_ms()
+        if now < self._ready_at_ms:
+            raise NotReady(f"name server not ready until {self._ready_at_ms} ms (now {now} ms)",
+                           ready_at_ms=self._ready_at_ms)
+        self._ready = True
+
+    # ================================================================== admin writes
+
+    def wipe_write_perm(self, broker_name: str) -> int:
+        """Clear the write bit on every row of the group; return the number of topics it
+        has (Java counts rows, changed or not). O(T_b)."""
+        return self._perm_write(broker_name, False, "wipe_write_perm")
+
+    def add_write_perm(self, broker_name: str) -> int:
+        """Set the write bit, keeping the other bits (D5; Java forces perm 6). O(T_b)."""
+        return self._perm_write(broker_name, True, "add_write_perm")
+
+    def _perm_write(self, broker_name: str, writable: bool, operation: str) -> int:
+        check_name("broker_name", broker_name)
+        with self._lock:
+            now = self._now()
+            count = self._set_write_bit(broker_name, writable)
+            event = self._commit(now, operation)
+        if event is not None:
+            self._emit(event)
+        return count
+
+    def _set_write_bit(self, broker_name: str, writable: bool) -> int:
+        st = self._state
+        topics = st.topics_of_group.get(broker_name, set())
+        for topic in list(topics):
+            row = st.topic_queue[topic][broker_name]
+            perm = (row.perm | Perm.WRITE) if writable else (row.perm & _NO_WRITE)
+            if perm != row.perm:
+                st.put_row(topic, attrs.evolve(row, perm=perm))
+        return len(topics)
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
+        """Remove ``topic`` (or only ``cluster``'s groups from it). Static-topic mappings
+        stay (Java). True if a row was removed. O(B_t), or O(min(B_c, B_t)) per cluster."""
+        check_topic("topic", topic)
+        if cluster is not None:
+            check_name("cluster", cluster)
+        with self._lock:
+            now = self._now()
+            st = self._state
+            if cluster is None:
+                removed = st.drop_topic(topic)
+            else:
+                rows = st.topic_queue.get(topic, {})
+                names = st.clusters.get(cluster, set())
+                hits = [n for n in (names if len(names) < len(rows) else rows)
+                        if n in rows and n in names]
+                removed = False
+                for name in hits:
+                    removed |= st.drop_row(topic, name)
+            event = self._commit(now, "delete_topic")
+        if event is not None:
+            self._emit(event)
+        return removed
+
+    def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> None:
+        """REGISTER_TOPIC_IN_NAMESRV: upsert rows for existing groups, all or nothing (D11;
+        Java stops at the first unknown group and keeps earlier rows). O(len(queue_datas))."""
+        check_topic("topic", topic)
+        rows = list(queue_datas)
+        for i, row in enumerate(rows):
+            if not isinstance(row, QueueData):
+                fail(f"queue_datas[{i}]", row, "a QueueData")
+            self._check_queue_cap(f"queue_datas[{i}]", row.read_queue_nums, row.write_queue_nums)
+        if not rows:
+            return
+        with self._lock:
+            for i, row in enumerate(rows):
+                if row.broker_name not in self._state.groups:
+                    fail(f"queue_datas[{i}].broker_name", row.broker_name,
+                         "the name of a registered broker group")
+            now = self._now()
+            for row in rows:
+                self._state.put_row(topic, row)
+            event = self._commit(now, "register_topic")
+        if event is not None:
+            self._emit(event)
+
+    # ================================================================== listings
+
+    def cluster_info(self) -> ClusterInfo:
+        """Groups and clusters, as a snapshot (Java hands out its live maps). O(B·I)."""
+        with self._lock:
+            st = self._state
+            return ClusterInfo(
+                broker_addr_table={n: st.groups[n].snapshot() for n in sorted(st.groups)},
+                cluster_addr_table={c: frozenset(v) for c, v in sorted(st.clusters.items())})
+
+    def all_topics(self) -> tuple[str, ...]:
+        """Every topic with a row, sorted. O(T)."""
+        with self._lock:
+            return tuple(self._state.topic_names)
+
+    def topics_by_cluster(self, cluster: str) -> tuple[str, ...]:
+        """Topics with a row of any group of ``cluster``, sorted; () for an unknown cluster
+        (D8). O(Σ T_b log) over the cluster's groups (Java: O(B_c · T))."""
+        with self._lock:
+            st = self._state
+            found: set[str] = set()
+            for name in st.clusters.get(cluster, ()):
+                found.update(st.topics_of_group.get(name, ()))
+            return tuple(sorted(found))
+
+    def system_topics(self) -> TopicList:
+        """Cluster and group names (their auto-created topics), with the address of the
+        lowest-named group's lowest id (D8's deterministic representative). O(C + B)."""
+        with self._lock:
+            st = self._state
+            names = set(st.clusters)
+            for members in st.clusters.values():
+                names.update(members)
+            addr = None
+            for name in sorted(st.groups):
+                group = st.groups[name]
+                if group.addrs:
+                    addr = group.addrs[min(group.addrs)]
+                    break
+            return TopicList(topics=tuple(sorted(names)), broker_addr=addr)
+
+    def unit_topics(self) -> tuple[str, ...]:
+        """Topics whose representative row (lowest broker name) has the unit flag. O(result)."""
+        with self._lock:
+            return tuple(self._unit)
+
+    def has_unit_sub_topics(self) -> tuple[str, ...]:
+        """Topics whose representative row has the unit-sub flag. O(result)."""
+        with self._lock:
+            return tuple(self._unit_sub)
+
+    def has_unit_sub_non_unit_topics(self) -> tuple[str, ...]:
+        """Topics whose representative row has unit-sub but not unit. O(result)."""
+        with self._lock:
+            return tuple(self._unit_sub_non_unit)
+
+    def broker_member_group(self, cluster: str, broker_name: str) -> BrokerMemberGroup:
+        """The group's members (an empty group when unknown, D11). O(I)."""
+        with self._lock:
+            group = self._state.groups.get(broker_name)
+            addrs = dict(sorted(group.addrs.items())) if group is not None else {}
+        return BrokerMemberGroup(cluster=cluster, broker_name=broker_name, broker_addrs=addrs)
+
+    def live_brokers(self) -> Mapping[BrokerAddr, BrokerLiveInfo]:
+        """Every live entry as immutable values, keyed by `BrokerAddr`. O(L)."""
+        with self._lock:
+            return FrozenMap({
+                BrokerAddr(cluster=k[0], addr=k[1]): self._live_info(v)
+                for k, v in sorted(self._state.live.items())})
+
+    @staticmethod
+    def _live_info(live: Live) -> BrokerLiveInfo:
+        return BrokerLiveInfo(
+            last_update_timestamp=live.last_update, heartbeat_timeout_ms=live.timeout,
+            data_version=live.data_version, channel=live.channel,
+            ha_server_addr=live.ha_server_addr, generation=live.generation)
+
+    def check_invariants(self) -> None:
+        """Recompute every index and cached route from the base tables; raise
+        `InvariantViolation` listing every difference. O(everything); for tests."""
+        with self._lock:
+            find_problems(self._state, self._routes, self._route_versions,
+                          (self._unit, self._unit_sub, self._unit_sub_non_unit),
+                          support_acting_master=self._config.support_acting_master)
+
+    # ================================================================== internals
+
+    def _now(self) -> int:
+        """Read the clock once; a clock that steps back is treated as standing still."""
+        now = self._clock.now_ms()
+        if now < self._last_now:
+            return self._last_now
+        self._last_now = now
+        return now
+
+    def _commit(self, now: int, operation: str, *,
+                registered: tuple[BrokerRegistered, ...] = (),
+                removed: tuple[BrokerRemoved, ...] = (),
+                notices: Sequence[MinBrokerIdChanged] = ()) -> RouteChange | None:
+        """Rebuild the routes of touched topics; return the event for the listener."""
+        touched = self._state.take_touched()
+        changed: list[str] = []
+        for topic in touched:
+            route = build_route(self._state, topic,
+                                support_acting_master=self._config.support_acting_master)
+            if route != self._routes.get(topic):
+                self._version_seq += 1
+                self._route_versions[topic] = self._version_seq
+                if route is None:
+                    del self._routes[topic]
+                else:
+                    self._routes[topic] = route
+                changed.append(topic)
+            self._update_unit_sets(topic)
+        if self._listener is None or not (changed or registered or removed or notices):
+            return None
+        return RouteChange(at_ms=now, operation=operation, changed_topics=frozenset(changed),
+                           registered=registered, removed=removed, notifications=tuple(notices))
+
+    def _update_unit_sets(self, topic: str) -> None:
+        flag = representative_flag(self._state, topic)
+        unit = flag is not None and bool(flag & TopicSysFlag.UNIT)
+        sub = flag is not None and bool(flag & TopicSysFlag.UNIT_SUB)
+        for members, member in ((self._unit, unit), (self._unit_sub, sub),
+                                (self._unit_sub_non_unit, sub and not unit)):
+            if member:
+                members.add(topic)
+            else:
+                members.discard(topic)
+
+    def _emit(self, event: RouteChange) -> None:
+        listener = self._listener
+        if listener is not None:
+            listener(event)
+
+    def _check_queue_cap(self, field: str, read: int, write: int) -> None:
+        cap = self._config.max_queue_nums
+        for which, value in (("read_queue_nums", read), ("write_queue_nums", write)):
+            if value > cap:
+                fail(f"{field}.{which}", value, f"at most max_queue_nums={cap}")
+
+    @staticmethod
+    def _check_hashable(field: str, value: object) -> None:
+        try:
+            hash(value)
+        except TypeError:
+            raise InvalidRequest(f"{field} must be hashable, got {value!r:.80}",
+                                 field=field, value=value) from None

@@ -1,0 +1,86 @@
+"""Building immutable route snapshots from the tables (Java ``pickupTopicRouteData``).
+
+A route is rebuilt only when a write touched its topic; `RouteInfoManager.pickup_route`
+then serves the stored snapshot in O(1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ._frozen import FrozenMap
+from ._state import State
+from ._values import MASTER_ID, BrokerData, Perm, QueueData, TopicRouteData, TopicSysFlag
+
+__all__ = ["SYNC_BROKER_MEMBER_GROUP_PREFIX", "build_route", "representative_flag"]
+
+#: Topics a broker polls for its own group's members; exempt from the acting-master rewrite.
+SYNC_BROKER_MEMBER_GROUP_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
+
+
+def build_route(state: State, topic: str, *, support_acting_master: bool) -> TopicRouteData | None:
+    """The route of ``topic``, or None. O(B_t · I), B_t = groups hosting the topic.
+
+    Rows whose group is missing or has no address are left out (D4), and a topic left with
+    none has no route. Rows and groups are sorted by broker name (spec principle 5).
+    Filter servers are included only where an address has some (Java 4.x; 5.x may put
+    ``null`` values).
+    """
+    rows = state.topic_queue.get(topic)
+    if not rows:
+        return None
+    queue_datas = []
+    broker_datas: list[BrokerData] = []
+    for name in sorted(rows):
+        group = state.groups.get(name)
+        if group is None or not group.addrs:
+            continue
+        queue_datas.append(rows[name])
+        broker_datas.append(group.snapshot())
+    if not queue_datas:
+        return None
+    filters: dict[str, tuple[str, ...]] = {}
+    if state.filter_servers:
+        for data in broker_datas:
+            for addr in data.broker_addrs.values():
+                servers = state.filter_servers.get((data.cluster, addr))
+                if servers:
+                    filters[addr] = servers
+    infos = state.mappings.get(topic)
+    if support_acting_master and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX):
+        broker_datas = _acting_master_rewrite(broker_datas, rows)
+    return TopicRouteData(
+        queue_datas=tuple(queue_datas), broker_datas=tuple(broker_datas),
+        filter_server_table=FrozenMap(filters) if filters else FrozenMap(),
+        topic_queue_mapping_by_broker=None if infos is None else FrozenMap(dict(sorted(
+            infos.items()))),
+    )
+
+
+def _acting_master_rewrite(broker_datas: list[BrokerData], rows: Mapping[str, QueueData]
+                           ) -> list[BrokerData]:
+    """Present the smallest-id slave as id 0 where the master is gone and the group's row
+    lost its write bit (Java §2.8 step 4). Only the returned copy changes."""
+    out = []
+    for data in broker_datas:
+        addrs = data.broker_addrs
+        row = rows.get(data.broker_name)
+        if (data.enable_acting_master and addrs and MASTER_ID not in addrs
+                and row is not None and not (row.perm & Perm.WRITE)):
+            smallest = min(addrs)
+            rewritten = {k: v for k, v in addrs.items() if k != smallest}
+            rewritten[MASTER_ID] = addrs[smallest]
+            data = BrokerData(cluster=data.cluster, broker_name=data.broker_name,
+                              broker_addrs=dict(sorted(rewritten.items())),
+                              zone_name=data.zone_name, enable_acting_master=True)
+        out.append(data)
+    return out
+
+
+def representative_flag(state: State, topic: str) -> TopicSysFlag | None:
+    """The sys flag of the topic's row with the lowest broker name (D8; Java takes the
+    first in hash order), or None for a topic with no rows. O(B_t)."""
+    rows = state.topic_queue.get(topic)
+    if not rows:
+        return None
+    return rows[min(rows)].topic_sys_flag

@@ -1,0 +1,265 @@
+"""The name server's tables and the indexes kept beside them.
+
+Base tables mirror Java's ``RouteInfoManager`` fields. Every mutation goes through a method
+here that keeps the indexes in step and records which topics it touched, so the manager can
+rebuild exactly those routes afterwards. Nothing here takes locks or reads clocks; the
+manager does both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from sortedcontainers import SortedSet
+
+from ._deadlines import DeadlineIndex
+from ._frozen import FrozenMap
+from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicConfig
+from ._values import TopicQueueMappingInfo as MappingInfo
+
+__all__ = ["Group", "Live", "State"]
+
+LiveKey = tuple[str, str]  # (cluster, addr): Java's BrokerAddrInfo
+
+
+class Group:
+    """One broker group (Java ``BrokerData``), mutable inside the manager only.
+
+    ``rows_epoch`` counts changes to the group's topic rows; a live entry remembers the epoch
+    at which it last applied its whole topic table, which makes unchanged re-registrations
+    O(1) (see ``Live.applied_topics``).
+    """
+
+    __slots__ = ("_snapshot", "addrs", "broker_name", "cluster", "enable_acting_master",
+                 "rows_epoch", "zone_name")
+
+    def __init__(self, cluster: str, broker_name: str) -> None:
+        self.cluster = cluster  # fixed at creation, as Java
+        self.broker_name = broker_name
+        self.addrs: dict[int, str] = {}
+        self.zone_name: str | None = None
+        self.enable_acting_master = False
+        self.rows_epoch = 0
+        self._snapshot: BrokerData | None = None
+
+    def snapshot(self) -> BrokerData:
+        """The group as an immutable `BrokerData`, cached until the group changes. O(I)."""
+        snap = self._snapshot
+        if snap is None:
+            snap = BrokerData(
+                cluster=self.cluster, broker_name=self.broker_name,
+                broker_addrs=FrozenMap(dict(sorted(self.addrs.items()))),
+                zone_name=self.zone_name, enable_acting_master=self.enable_acting_master)
+            self._snapshot = snap
+        return snap
+
+    def changed(self) -> None:
+        self._snapshot = None
+
+
+class Live:
+    """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
+    fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
+
+    __slots__ = ("applied_epoch", "applied_topics", "broker_id", "broker_name", "channel",
+                 "data_version", "generation", "ha_server_addr", "key", "last_update",
+                 "timeout")
+
+    def __init__(self, key: LiveKey, *, broker_name: str, broker_id: int, last_update: int,
+                 timeout: int, data_version: DataVersion, channel: Hashable | None,
+                 ha_server_addr: str | None, generation: int) -> None:
+        self.key = key
+        self.broker_name = broker_name
+        self.broker_id = broker_id
+        self.last_update = last_update
+        self.timeout = timeout
+        self.data_version = data_version
+        self.channel = channel
+        self.ha_server_addr = ha_server_addr
+        self.generation = generation
+        #: The topic table this entry last applied in full, and the group's rows_epoch
+        #: right after; None when it never wrote topics (a slave).
+        self.applied_topics: FrozenMap[str, TopicConfig] | None = None
+        self.applied_epoch = -1
+
+
+class State:
+    """All tables and indexes. Methods are O(size of their inputs) and record touched topics."""
+
+    def __init__(self) -> None:
+        # --- base tables (Java: topicQueueTable, brokerAddrTable, clusterAddrTable, ...)
+        self.topic_queue: dict[str, dict[str, QueueData]] = {}
+        self.groups: dict[str, Group] = {}
+        self.clusters: dict[str, set[str]] = {}
+        self.live: dict[LiveKey, Live] = {}
+        self.filter_servers: dict[LiveKey, tuple[str, ...]] = {}
+        self.mappings: dict[str, dict[str, MappingInfo]] = {}
+        # --- indexes
+        self.topics_of_group: dict[str, set[str]] = {}        # broker name -> topics
+        self.clusters_of_group: dict[str, set[str]] = {}      # broker name -> cluster sets
+        self.groups_of_addr: dict[LiveKey, set[str]] = {}     # (group.cluster, addr) -> names
+        self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
+        self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
+        self.topic_names: SortedSet = SortedSet()
+        # --- bookkeeping for one write
+        self.touched: set[str] = set()
+
+    # ------------------------------------------------------------------ topic rows
+
+    def put_row(self, topic: str, row: QueueData) -> None:
+        """Upsert one (topic, group) row. O(log T) for a new topic, else O(1)."""
+        rows = self.topic_queue.get(topic)
+        if rows is None:
+            rows = self.topic_queue[topic] = {}
+            self.topic_names.add(topic)
+        if rows.get(row.broker_name) == row:
+            return
+        rows[row.broker_name] = row
+        self.topics_of_group.setdefault(row.broker_name, set()).add(topic)
+        self._rows_changed(row.broker_name, topic)
+
+    def drop_row(self, topic: str, broker_name: str) -> bool:
+        """Remove one row; drop the topic when it has none left. O(1) (O(log T) if dropped)."""
+        rows = self.topic_queue.get(topic)
+        if rows is None or rows.pop(broker_name, None) is None:
+            return False
+        topics = self.topics_of_group[broker_name]
+        topics.discard(topic)
+        if not topics:
+            del self.topics_of_group[broker_name]
+        if not rows:
+            del self.topic_queue[topic]
+            self.topic_names.discard(topic)
+        self._rows_changed(broker_name, topic)
+        return True
+
+    def drop_topic(self, topic: str) -> bool:
+        """Remove every row of ``topic``. O(B_t)."""
+        rows = self.topic_queue.get(topic)
+        if rows is None:
+            return False
+        for name in list(rows):
+            self.drop_row(topic, name)
+        return True
+
+    def _rows_changed(self, broker_name: str, topic: str) -> None:
+        self.touched.add(topic)
+        group = self.groups.get(broker_name)
+        if group is not None:
+            group.rows_epoch += 1
+
+    # ------------------------------------------------------------------ groups
+
+    def group_changed(self, group: Group) -> None:
+        """The group's `BrokerData` changed: every route it appears in must be rebuilt."""
+        group.changed()
+        self.touched.update(self.topics_of_group.get(group.broker_name, ()))
+
+    def add_member(self, group: Group, broker_id: int, addr: str) -> None:
+        group.addrs[broker_id] = addr
+        self.groups_of_addr.setdefault((group.cluster, addr), set()).add(group.broker_name)
+
+    def remove_addr(self, group: Group, addr: str, *, except_id: int | None = None) -> bool:
+        """Remove every member of ``group`` at ``addr`` (but ``except_id``). O(I)."""
+        ids = [i for i, a in group.addrs.items() if a == addr and i != except_id]
+        for i in ids:
+            del group.addrs[i]
+        if ids and addr not in group.addrs.values():
+            names = self.groups_of_addr.get((group.cluster, addr))
+            if names is not None:
+                names.discard(group.broker_name)
+                if not names:
+                    del self.groups_of_addr[(group.cluster, addr)]
+        return bool(ids)
+
+    def add_to_cluster(self, cluster: str, broker_name: str) -> None:
+        self.clusters.setdefault(cluster, set()).add(broker_name)
+        self.clusters_of_group.setdefault(broker_name, set()).add(cluster)
+
+    def drop_group(self, group: Group) -> None:
+        """Remove an empty group: its rows (O(T_b)), its cluster memberships and itself."""
+        name = group.broker_name
+        for topic in list(self.topics_of_group.get(name, ())):
+            self.drop_row(topic, name)
+        for cluster in self.clusters_of_group.pop(name, set()):
+            members = self.clusters[cluster]
+            members.discard(name)
+            if not members:
+                del self.clusters[cluster]
+        for addr in set(group.addrs.values()):
+            self.remove_addr(group, addr)
+        del self.groups[name]
+        group.changed()
+
+    # ------------------------------------------------------------------ live entries
+
+    def put_live(self, live: Live) -> None:
+        """Insert or replace a live entry, keeping the channel and deadline indexes. O(1)."""
+        old = self.live.get(live.key)
+        if old is not None and old.channel != live.channel:
+            self._unindex_channel(old)
+        self.live[live.key] = live
+        if live.channel is not None:
+            self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
+        self.deadlines.set(live.key, timeout_ms=live.timeout,
+                           deadline_ms=live.last_update + live.timeout)
+
+    def touch_live(self, live: Live, now_ms: int) -> None:
+        """Refresh ``last_update`` (Java ``updateBrokerInfoUpdateTimestamp``). O(1)."""
+        live.last_update = now_ms
+        self.deadlines.set(live.key, timeout_ms=live.timeout, deadline_ms=now_ms + live.timeout)
+
+    def drop_live(self, key: LiveKey) -> Live | None:
+        """Remove a live entry and its filter servers. O(1)."""
+        live = self.live.pop(key, None)
+        if live is None:
+            return None
+        self._unindex_channel(live)
+        self.deadlines.discard(key)
+        self.set_filter_servers(key, ())
+        return live
+
+    def _unindex_channel(self, live: Live) -> None:
+        if live.channel is None:
+            return
+        keys = self.keys_of_channel.get(live.channel)
+        if keys is not None:
+            keys.discard(live.key)
+            if not keys:
+                del self.keys_of_channel[live.channel]
+
+    def set_filter_servers(self, key: LiveKey, servers: tuple[str, ...]) -> None:
+        """Store (non-empty) or remove (empty) an address's filter servers. O(T of its groups)
+        when the value changes, since routes carry them."""
+        before = self.filter_servers.get(key, ())
+        if before == servers:
+            return
+        if servers:
+            self.filter_servers[key] = servers
+        else:
+            del self.filter_servers[key]
+        for name in self.groups_of_addr.get(key, ()):
+            self.touched.update(self.topics_of_group.get(name, ()))
+
+    # ------------------------------------------------------------------ static topics
+
+    def put_mapping(self, topic: str, info: MappingInfo) -> None:
+        infos = self.mappings.setdefault(topic, {})
+        if infos.get(info.bname) != info:
+            infos[info.bname] = info
+            self.touched.add(topic)
+
+    # ------------------------------------------------------------------ helpers
+
+    def live_key(self, addr: BrokerAddr) -> LiveKey:
+        return (addr.cluster, addr.addr)
+
+    def take_touched(self) -> set[str]:
+        touched, self.touched = self.touched, set()
+        return touched
+
+
+def no_master(group: Group | None) -> bool:
+    """Java ``isNoMasterExists``: no group, no member, or smallest id above 0."""
+    return group is None or not group.addrs or min(group.addrs) > 0
+
