@@ -1,17 +1,28 @@
-"""The pure rules of the broker side (Java study §3): no state, no clock, no I/O.
+"""The stateless parts of the broker side (Java study §3): rules, configuration, actions.
 
-`routing.heartbeat.BrokerHeartbeat` is built from these functions, and they are public
-(re-exported by `routing.heartbeat`) so a host or a test can check one rule on its own.
-Every time is an integer count of milliseconds.
+No state, no clock, no I/O. `routing.heartbeat.BrokerHeartbeat` is built from these, and
+everything here is public through `routing.heartbeat`, so a host or a test can check one rule
+on its own. Every time is an integer count of milliseconds.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
+from typing import Any, TypeAlias
 
-from ._messages import VersionAnswer
-from ._validate import check_int
+import attrs
+
+from ._messages import Registration, VersionAnswer
+from ._validate import (
+    attrs_check,
+    attrs_optional,
+    check_addr,
+    check_bool,
+    check_int,
+    check_name,
+    fail,
+)
 from ._values import DataVersion, Perm, TopicConfig
 
 __all__ = [
@@ -20,7 +31,14 @@ __all__ = [
     "MAX_REGISTER_PERIOD_MS",
     "MIN_REGISTER_PERIOD_MS",
     "UNREGISTER_TIMEOUT_MS",
+    "Action",
+    "BrokerConfig",
     "QueryOutcome",
+    "SendHeartbeat",
+    "SendRegistration",
+    "SendUnregister",
+    "SendVersionQuery",
+    "UpdateMasterAddress",
     "need_register",
     "next_tick_ms",
     "register_period_ms",
