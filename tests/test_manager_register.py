@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from core_helpers import observable, reg, route_brokers, topics
 
 import routing as r
+from core_helpers import observable, reg, route_brokers, topics
 
 
 @pytest.fixture

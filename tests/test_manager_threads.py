@@ -5,9 +5,8 @@ from __future__ import annotations
 import random
 import threading
 
-from core_helpers import reg
-
 import routing as r
+from core_helpers import reg
 
 OPS_PER_THREAD = 400
 

@@ -7,8 +7,8 @@ a refreshed key always has the latest deadline of its bucket, so ``move_to_end``
 every bucket sorted by deadline. A ``sortedcontainers.SortedList`` orders the bucket heads,
 so the earliest deadline overall is its first element.
 
-Costs: refresh O(1) (O(log B) when the refreshed key was its bucket's head, B = number
-of distinct timeouts); idle scan O(1); each expiry O(log B).
+Costs: refresh O(1); idle scan amortised O(1); each expiry O(log B), B = number of
+distinct timeouts.
 """
 
 from __future__ import annotations
@@ -25,16 +25,25 @@ K = TypeVar("K", bound=Hashable)
 
 
 class DeadlineIndex(Generic[K]):
-    """Keys with deadlines (ms); ``pop_expired(now)`` yields keys whose deadline < now."""
+    """Keys with deadlines (ms); ``pop_expired(now)`` yields keys whose deadline < now.
 
-    __slots__ = ("_buckets", "_heads", "_timeout_of")
+    The sorted heads are lazily invalidated: a refresh only ever *raises* a deadline, so a
+    recorded head deadline is a lower bound of its bucket's real head, and is corrected
+    only when it reaches the front of the sorted list.
+    """
+
+    __slots__ = ("_buckets", "_heads", "_recorded", "_timeout_of", "lower_bound")
 
     def __init__(self) -> None:
         # timeout -> (key -> deadline), oldest deadline first
         self._buckets: dict[int, OrderedDict[K, int]] = {}
-        # (head deadline, timeout) of every non-empty bucket
+        # (recorded head deadline, timeout) of every non-empty bucket; lower bounds
         self._heads: SortedList = SortedList()
+        self._recorded: dict[int, int] = {}
         self._timeout_of: dict[K, int] = {}
+        #: A deadline (ms) no key is below, or None when empty: a scan with
+        #: ``now <= lower_bound`` has nothing to do. O(1) to read.
+        self.lower_bound: int | None = None
 
     def __len__(self) -> int:
         return len(self._timeout_of)
@@ -44,7 +53,8 @@ class DeadlineIndex(Generic[K]):
 
     def set(self, key: K, *, timeout_ms: int, deadline_ms: int) -> None:
         """Insert or refresh ``key``. ``deadline_ms`` must be >= every deadline already in
-        the bucket of ``timeout_ms`` (true when deadline = now + timeout, now monotonic)."""
+        the bucket of ``timeout_ms`` (true when deadline = now + timeout, now monotonic).
+        O(1); O(log B) when it opens a new bucket."""
         previous = self._timeout_of.get(key)
         if previous is not None and previous != timeout_ms:
             self.discard(key)
@@ -52,30 +62,43 @@ class DeadlineIndex(Generic[K]):
         bucket = self._buckets.get(timeout_ms)
         if bucket is None:
             bucket = self._buckets[timeout_ms] = OrderedDict()
-        head_before = next(iter(bucket.items()), None)
+            self._recorded[timeout_ms] = deadline_ms
+            self._heads.add((deadline_ms, timeout_ms))
+            self.lower_bound = self._heads[0][0]
         bucket[key] = deadline_ms
         if previous is not None:
             bucket.move_to_end(key)
         else:
             self._timeout_of[key] = timeout_ms
-        if head_before is None or head_before[0] == key:
-            self._reseat(timeout_ms, bucket, head_before)
 
     def discard(self, key: K) -> None:
-        """Remove ``key`` if present. O(1), or O(log B) when it was a bucket head."""
+        """Remove ``key`` if present. O(1), or O(log B) when its bucket empties."""
         timeout_ms = self._timeout_of.pop(key, None)
         if timeout_ms is None:
             return
         bucket = self._buckets[timeout_ms]
-        head_before = next(iter(bucket.items()))
         del bucket[key]
-        if head_before[0] == key:
-            self._reseat(timeout_ms, bucket, head_before)
         if not bucket:
             del self._buckets[timeout_ms]
+            self._heads.remove((self._recorded.pop(timeout_ms), timeout_ms))
+            self.lower_bound = self._heads[0][0] if self._heads else None
+
+    def _settle(self) -> None:
+        """Correct stale head records until the first one is exact. Amortised O(log B)."""
+        heads = self._heads
+        while heads:
+            recorded, timeout_ms = heads[0]
+            real = next(iter(self._buckets[timeout_ms].values()))
+            if real == recorded:
+                return
+            heads.remove((recorded, timeout_ms))
+            heads.add((real, timeout_ms))
+            self._recorded[timeout_ms] = real
+            self.lower_bound = heads[0][0]
 
     def earliest(self) -> int | None:
-        """The smallest deadline, or None when empty. O(1)."""
+        """The smallest deadline, or None when empty. Amortised O(1)."""
+        self._settle()
         return self._heads[0][0] if self._heads else None
 
     def pop_expired(self, now_ms: int) -> list[K]:
@@ -83,13 +106,13 @@ class DeadlineIndex(Generic[K]):
         first. O(1) when none is due; O(k log B) for k expired keys."""
         expired: list[K] = []
         heads = self._heads
-        while heads and heads[0][0] < now_ms:
-            _, timeout_ms = heads[0]
-            bucket = self._buckets[timeout_ms]
-            key, _deadline = next(iter(bucket.items()))
+        while True:
+            self._settle()
+            if not heads or heads[0][0] >= now_ms:
+                return expired
+            key = next(iter(self._buckets[heads[0][1]]))
             expired.append(key)
             self.discard(key)
-        return expired
 
     def items(self) -> Iterator[tuple[K, int, int]]:
         """``(key, timeout_ms, deadline_ms)`` for every key, bucket by bucket. O(n)."""
@@ -100,7 +123,6 @@ class DeadlineIndex(Generic[K]):
     def problems(self) -> list[str]:
         """Self-check for `RouteInfoManager.check_invariants`. O(n log n)."""
         found: list[str] = []
-        expected_heads = []
         for timeout_ms, bucket in self._buckets.items():
             if not bucket:
                 found.append(f"deadline bucket {timeout_ms} ms is empty but kept")
@@ -108,21 +130,19 @@ class DeadlineIndex(Generic[K]):
             deadlines = list(bucket.values())
             if deadlines != sorted(deadlines):
                 found.append(f"deadline bucket {timeout_ms} ms is not in deadline order")
-            expected_heads.append((deadlines[0], timeout_ms))
+            recorded = self._recorded.get(timeout_ms)
+            if recorded is None or recorded > deadlines[0]:
+                found.append(f"deadline bucket {timeout_ms} ms head record {recorded} is not a "
+                             f"lower bound of {deadlines[0]}")
             for key in bucket:
                 if self._timeout_of.get(key) != timeout_ms:
                     found.append(f"deadline key {key!r} filed under the wrong timeout")
-        if sorted(expected_heads) != list(self._heads):
-            found.append(f"deadline heads {list(self._heads)} != expected {sorted(expected_heads)}")
+        if sorted((d, t) for t, d in self._recorded.items()) != list(self._heads):
+            found.append("deadline head records disagree with the sorted heads")
+        if self.lower_bound != (self._heads[0][0] if self._heads else None):
+            found.append(f"deadline lower bound {self.lower_bound} is not the first head")
+        if set(self._recorded) != set(self._buckets):
+            found.append("deadline head records and buckets cover different timeouts")
         if sum(len(b) for b in self._buckets.values()) != len(self._timeout_of):
             found.append("deadline index key count disagrees with its buckets")
         return found
-
-    def _reseat(
-        self, timeout_ms: int, bucket: OrderedDict[K, int], head_before: tuple[K, int] | None
-    ) -> None:
-        if head_before is not None:
-            self._heads.remove((head_before[1], timeout_ms))
-        head_after = next(iter(bucket.items()), None)
-        if head_after is not None:
-            self._heads.add((head_after[1], timeout_ms))

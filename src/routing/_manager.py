@@ -146,11 +146,10 @@ class RouteInfoManager:
         group = st.groups.get(name)
         members = group.addrs if group is not None else {}
 
-        # ---- decide first (D3: a rejection changes nothing, not even liveness)
-        previous_min = min(members) if members else 0
-        min_changed = bid < previous_min
-        after_switch = {i: a for i, a in members.items() if not (a == addr and i != bid)}
-        incumbent_addr = after_switch.get(bid)
+        # ---- decide first (D3: a rejection changes nothing, not even liveness).
+        # Step 5 (same address, other id) never removes ``members[bid]`` itself, so the
+        # incumbent of ``bid`` can be read before applying it.
+        incumbent_addr = members.get(bid)
         if incumbent_addr is not None and incumbent_addr != addr:
             incumbent = st.live.get((reg.cluster, incumbent_addr))
             if (incumbent is not None
@@ -160,25 +159,28 @@ class RouteInfoManager:
                     rejection=(f"stale state_version {reg.data_version.state_version}: broker id "
                                f"{bid} of {name!r} is held by {incumbent_addr} with state_version "
                                f"{incumbent.data_version.state_version}")), None
-        if bid not in after_switch and len(reg.topics) == 1:
+        if incumbent_addr is None and len(reg.topics) == 1:
             return RegisterResult(
                 accepted=False,
                 rejection=(f"single-topic registration from broker id {bid} unknown to group "
                            f"{name!r}: an incremental registration cannot be the first")), None
+        notify = self._config.notify_min_broker_id_changed
+        min_changed = notify and bid < (min(members) if members else 0)
 
         # ---- apply
         new_group = group is None
         if group is None:
             group = st.groups[name] = Group(reg.cluster, name)
-        st.add_to_cluster(reg.cluster, name)
+        if name not in st.clusters.get(reg.cluster, ()):
+            st.add_to_cluster(reg.cluster, name)
         is_old = reg.enable_acting_master is None
         acting = (not is_old) and bool(reg.enable_acting_master)
         group_dirty = new_group
         if group.enable_acting_master != acting or group.zone_name != reg.zone_name:
             group.enable_acting_master, group.zone_name = acting, reg.zone_name
             group_dirty = True
-        if st.remove_addr(group, addr, except_id=bid):  # slave -> master switch (step 5)
-            group_dirty = True
+        if group.addrs.get(bid) != addr and st.remove_addr(group, addr, except_id=bid):
+            group_dirty = True  # slave -> master switch (step 5)
         held = group.addrs.get(bid)
         register_first = new_group or held is None
         if held != addr:
@@ -218,12 +220,12 @@ class RouteInfoManager:
             if master_live is not None:
                 master_addr, ha_addr = candidate, master_live.ha_server_addr
         notices: list[MinBrokerIdChanged] = []
-        if min_changed and self._config.notify_min_broker_id_changed:
+        if min_changed:
             notices.append(self._min_id_notice(group, offline=None, ha=reg.ha_server_addr))
-        registered = BrokerRegistered(cluster=reg.cluster, broker_name=name, broker_id=bid,
-                                      broker_addr=addr, generation=live.generation,
-                                      first=old_live is None)
-        event = self._commit(now, "register", registered=(registered,), notices=notices)
+        registered = () if self._listener is None else (BrokerRegistered(
+            cluster=reg.cluster, broker_name=name, broker_id=bid, broker_addr=addr,
+            generation=live.generation, first=old_live is None),)
+        event = self._commit(now, "register", registered=registered, notices=notices)
         return RegisterResult(accepted=True, master_addr=master_addr, ha_server_addr=ha_addr,
                               generation=live.generation, notifications=tuple(notices)), event
 
@@ -318,7 +320,8 @@ class RouteInfoManager:
         """
         with self._lock:
             now = self._now()
-            if (earliest := self._state.deadlines.earliest()) is None or earliest >= now:
+            bound = self._state.deadlines.lower_bound
+            if bound is None or bound >= now:
                 return ()
             removed: list[BrokerRemoved] = []
             notices: list[MinBrokerIdChanged] = []
