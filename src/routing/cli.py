@@ -1,0 +1,57 @@
+"""The ``routing`` command line (needs the ``cli`` extra: click, rich, matplotlib).
+
+Subcommands are imported only when run, so ``routing --help`` never starts Spark:
+
+- ``routing demo``: simulate a cluster, analyze its journals on Spark, print and draw it.
+- ``routing simulate``: the deterministic cluster simulator (writes journals).
+- ``routing analyze``: the PySpark pipeline over journals.
+- ``routing serve``: a name server speaking RocketMQ's remoting protocol.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+try:
+    import click
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise SystemExit(
+        "the routing command line needs its extra: pip install 'routing[cli]'") from exc
+
+__all__ = ["main"]
+
+#: command name -> (module, attribute, one-line help)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "demo": ("routing._demo_cli", "demo_command",
+             "Simulate, analyze on Spark, print a summary and draw a timeline."),
+    "simulate": ("routing.sim._cli", "simulate_command",
+                 "Run the deterministic cluster simulator and write journals."),
+    "analyze": ("routing.pipeline._cli", "analyze_command",
+                "Analyze name-server journals with PySpark."),
+    "serve": ("routing.remoting._cli", "serve_command",
+              "Serve RocketMQ's remoting protocol (a name server for tests)."),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = _COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, attribute, _help = entry
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, _COMMANDS[name][2]) for name in sorted(_COMMANDS)])
+
+
+@click.group(cls=_LazyGroup)
+@click.version_option(package_name="routing")
+def main(**_: Any) -> None:
+    """routing: the routing brain of a RocketMQ-style name server."""
