@@ -1,0 +1,369 @@
+"""An asyncio host for `NameServerProcessor`: ``routing serve``.
+
+One connection is one channel (Java's Netty channel). Bytes go through a `FrameDecoder`,
+each command through the processor, and each response back through `encode`. A closed
+connection calls ``on_channel_closed``; a timer calls ``scan_expired`` every
+``scan_interval_ms`` and closes the expired brokers' connections. Per-connection memory is
+bounded: reads of at most ``read_chunk_bytes``, one partial frame (``max_frame_bytes``), and
+a write buffer above which the connection stops being read until the peer catches up.
+
+Logs are structured: logger ``routing.remoting``, message ``event key=value ...``, and the
+same fields in the record's ``extra`` (``event`` plus the keys) for JSON formatters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import itertools
+import logging
+import signal
+from collections.abc import Callable, Hashable
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import attrs
+
+from .._clock import SystemClock
+from .._errors import RoutingError
+from .._manager import RouteInfoManager
+from .._messages import RoutingConfig
+from ._codec import FrameDecoder, ProtocolError, encode
+from ._codes import MAX_FRAME_BYTES
+from ._processor import NameServerProcessor, Notification, Outcome, RouteManager
+
+__all__ = ["Channel", "NameServerHost", "run_server", "serve"]
+
+log = logging.getLogger("routing.remoting")
+
+_NOTIFY_TIMEOUT_S = 3.0
+_MAX_PENDING_NOTIFICATIONS = 1_024
+
+
+def _log(level: int, event: str, **fields: Any) -> None:
+    if log.isEnabledFor(level):
+        text = " ".join(f"{k}={v}" for k, v in fields.items())
+        log.log(level, "%s %s", event, text, extra={"event": event, **fields})
+
+
+class _Settable(Protocol):
+    def set(self) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
+class Channel:
+    """The handle of one accepted connection, as the manager sees it (hashable)."""
+
+    id: int
+    peer: str
+
+    def __str__(self) -> str:
+        return f"#{self.id}({self.peer})"
+
+
+class _Connection:
+    __slots__ = ("channel", "last_read_s", "writer")
+
+    def __init__(self, channel: Channel, writer: asyncio.StreamWriter, now_s: float) -> None:
+        self.channel, self.writer, self.last_read_s = channel, writer, now_s
+
+
+class NameServerHost:
+    """Serves a `NameServerProcessor` over TCP with asyncio.
+
+    ``port=0`` picks a free port; `start` returns the bound ``(host, port)``. Sizes are in
+    bytes, times in ms. A connection that sent nothing for ``idle_timeout_ms`` is closed
+    (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s; None disables), checked at each
+    scan. Use ``async with`` or `start`/`close`.
+    """
+
+    def __init__(self, processor: NameServerProcessor, *, host: str = "127.0.0.1",
+                 port: int = 9876, scan_interval_ms: int = 5_000,
+                 max_frame_bytes: int = MAX_FRAME_BYTES, read_chunk_bytes: int = 64 * 1024,
+                 write_buffer_bytes: int = 4 * 1024 * 1024,
+                 idle_timeout_ms: int | None = 120_000) -> None:
+        if scan_interval_ms <= 0:
+            raise ValueError(f"scan_interval_ms must be > 0, got {scan_interval_ms}")
+        self.processor = processor
+        self.host, self.port = host, port
+        self.scan_interval_ms = scan_interval_ms
+        self.max_frame_bytes = max_frame_bytes
+        self.read_chunk_bytes = read_chunk_bytes
+        self.write_buffer_bytes = write_buffer_bytes
+        self.idle_timeout_ms = idle_timeout_ms
+        self._ids = itertools.count(1)
+        self._connections: dict[Channel, _Connection] = {}
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._notifications: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+        self._scanner: asyncio.Task[None] | None = None
+        self._closing = False
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound ``(host, port)``; valid after `start`."""
+        return self.host, self.port
+
+    @property
+    def channels(self) -> tuple[Channel, ...]:
+        """Open connections, oldest first."""
+        return tuple(self._connections)
+
+    async def __aenter__(self) -> NameServerHost:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> tuple[str, int]:
+        """Listen and start the expiry timer. Returns the bound address."""
+        self._server = await asyncio.start_server(self._serve_connection, self.host, self.port)
+        sockname = self._server.sockets[0].getsockname()
+        self.host, self.port = sockname[0], sockname[1]
+        self._scanner = asyncio.create_task(self._scan_loop(), name="routing-scan")
+        _log(logging.INFO, "listening", host=self.host, port=self.port,
+             scan_interval_ms=self.scan_interval_ms)
+        return self.address
+
+    async def close(self) -> None:
+        """Stop accepting, stop the timer, close every connection and wait for them.
+
+        Shutdown does not unregister the brokers of the closed connections: the state is
+        the process's own and ends with it.
+        """
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+        if self._scanner is not None:
+            self._scanner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scanner
+        for conn in list(self._connections.values()):
+            conn.writer.close()
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=5.0)
+        for task in list(self._handlers) + list(self._notifications):
+            task.cancel()
+        if self._server is not None:
+            await self._server.wait_closed()
+        _log(logging.INFO, "stopped", host=self.host, port=self.port)
+
+    # ------------------------------------------------------------------ connections
+
+    async def _serve_connection(self, reader: asyncio.StreamReader,
+                                writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        peer = writer.get_extra_info("peername")
+        channel = Channel(id=next(self._ids), peer=f"{peer[0]}:{peer[1]}" if peer else "?")
+        loop = asyncio.get_running_loop()
+        conn = _Connection(channel, writer, loop.time())
+        self._connections[channel] = conn
+        writer.transport.set_write_buffer_limits(high=self.write_buffer_bytes)
+        decoder = FrameDecoder(self.max_frame_bytes)
+        _log(logging.DEBUG, "connection_opened", channel=channel)
+        reason = "eof"
+        try:
+            while not self._closing:
+                data = await reader.read(self.read_chunk_bytes)
+                if not data:
+                    break
+                conn.last_read_s = loop.time()
+                error: ProtocolError | None = None
+                try:
+                    commands = decoder.feed(data)
+                except ProtocolError as exc:
+                    commands, error = list(exc.commands), exc
+                for command in commands:
+                    await self._apply(self.processor.process(command, channel), conn)
+                if error is not None:
+                    reason = "protocol_error"
+                    _log(logging.WARNING, "protocol_error", channel=channel, error=error)
+                    break
+        except (ConnectionError, OSError) as exc:
+            reason = type(exc).__name__
+        finally:
+            self._connections.pop(channel, None)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            if not self._closing:
+                outcome = self.processor.channel_closed(channel)
+                for gone in outcome.removed:
+                    _log(logging.INFO, "broker_removed", reason="channel_closed",
+                         cluster=gone.cluster, broker_name=gone.broker_name,
+                         broker_addr=gone.broker_addr, channel=channel)
+            _log(logging.DEBUG, "connection_closed", channel=channel, reason=reason)
+            if task is not None:
+                self._handlers.discard(task)
+
+    async def _apply(self, outcome: Outcome, conn: _Connection | None) -> None:
+        if outcome.error is not None:
+            log.error("processor error on %s", conn.channel if conn else None,
+                      exc_info=outcome.error, extra={"event": "processor_error"})
+        response = outcome.response
+        if response is not None and conn is not None and not conn.writer.is_closing():
+            try:
+                frame = encode(response)
+            except ProtocolError as exc:  # e.g. a stored string the binary form cannot carry
+                _log(logging.WARNING, "response_unencodable", channel=conn.channel, error=exc)
+                frame = encode(attrs.evolve(response, code=1, remark=f"unencodable: {exc}",
+                                            ext_fields={}, body=b""))
+            conn.writer.write(frame)
+            await conn.writer.drain()  # backpressure: stop reading until the peer reads
+        self._close_channels(outcome.close)
+        for note in outcome.notifications:
+            self._notify(note)
+
+    def _close_channels(self, channels: tuple[Hashable, ...]) -> None:
+        for channel in channels:
+            conn = self._connections.get(channel) if isinstance(channel, Channel) else None
+            if conn is not None:
+                _log(logging.INFO, "channel_closing", channel=channel, reason="expired")
+                conn.writer.close()
+
+    # ------------------------------------------------------------------ timers, notifications
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.scan_interval_ms / 1000)
+            try:
+                outcome = self.processor.scan()
+            except Exception:  # keep scanning; the error is the manager's to report
+                log.exception("scan_expired failed", extra={"event": "scan_error"})
+                continue
+            for gone in outcome.removed:
+                _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
+                     broker_name=gone.broker_name, broker_addr=gone.broker_addr,
+                     last_update_ms=gone.last_update_ms, timeout_ms=gone.timeout_ms)
+            await self._apply(outcome, None)
+            self._close_idle()
+
+    def _close_idle(self) -> None:
+        if self.idle_timeout_ms is None:
+            return
+        oldest = asyncio.get_running_loop().time() - self.idle_timeout_ms / 1000
+        for conn in list(self._connections.values()):
+            if conn.last_read_s < oldest and not conn.writer.is_closing():
+                _log(logging.INFO, "channel_closing", channel=conn.channel, reason="idle")
+                conn.writer.close()
+
+    def _notify(self, note: Notification) -> None:
+        if len(self._notifications) >= _MAX_PENDING_NOTIFICATIONS:
+            _log(logging.WARNING, "notification_dropped", addr=note.addr,
+                 code=note.command.code, reason="too_many_pending")
+            return
+        task = asyncio.create_task(self._send_oneway(note))
+        self._notifications.add(task)
+        task.add_done_callback(self._notifications.discard)
+
+    async def _send_oneway(self, note: Notification) -> None:
+        host, _, port = note.addr.rpartition(":")
+        try:
+            async with asyncio.timeout(_NOTIFY_TIMEOUT_S):
+                _, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+                try:
+                    writer.write(encode(note.command))
+                    await writer.drain()
+                finally:
+                    writer.close()
+            _log(logging.INFO, "notification_sent", addr=note.addr, code=note.command.code)
+        except (OSError, TimeoutError, ValueError) as exc:
+            _log(logging.WARNING, "notification_failed", addr=note.addr,
+                 code=note.command.code, error=repr(exc))
+
+
+def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver_id: str
+                  ) -> tuple[RouteManager, IO[str], Path]:
+    """Wrap ``manager`` in ``routing.journal.JournalRecorder`` writing a new JSON Lines file
+    ``<journal_dir>/<nameserver_id>-<start ms>.jsonl`` (line-buffered: every record is on
+    disk once its call returns)."""
+    try:
+        module: Any = importlib.import_module("routing.journal")
+    except ImportError:
+        module = None
+    recorder_class = getattr(module, "JournalRecorder", None)
+    if recorder_class is None:
+        # TODO(journal): routing.journal does not export JournalRecorder in this build.
+        raise RoutingError(f"--journal {journal_dir}: routing.journal.JournalRecorder is not "
+                           "available in this build")
+    directory = Path(journal_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in nameserver_id)
+    path = directory / f"{safe}-{manager.clock.now_ms()}.jsonl"
+    sink = open(path, "x", encoding="utf-8", newline="\n", buffering=1)  # noqa: SIM115
+    try:
+        recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id)
+    except BaseException:
+        sink.close()
+        raise
+    return recorder, sink, path
+
+
+async def serve(host: str = "127.0.0.1", port: int = 9876, *,
+                manager: RouteInfoManager | None = None, config: RoutingConfig | None = None,
+                scan_interval_ms: int | None = None, journal_dir: str | Path | None = None,
+                ready_event: _Settable | None = None,
+                stop_event: asyncio.Event | None = None,
+                install_signal_handlers: bool = True,
+                nameserver_id: str | None = None,
+                on_listening: Callable[[tuple[str, int]], object] | None = None,
+                ) -> tuple[str, int]:
+    """Run a name server until SIGINT/SIGTERM (or ``stop_event``), then shut down cleanly.
+
+    ``manager`` defaults to a new `RouteInfoManager` on a `SystemClock` with ``config``
+    (default `RoutingConfig()`; its ``wait_for_service_ms`` is the readiness wait).
+    ``scan_interval_ms`` defaults to ``config.scan_interval_ms`` (5 000 ms, Java).
+    ``ready_event`` (an asyncio or threading Event) is set once listening, and
+    ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
+    ``journal_dir``, every write call is journaled (``routing.journal``) under
+    ``nameserver_id`` (default ``host:port``). Returns the address it listened on.
+    """
+    if manager is None:
+        manager = RouteInfoManager(clock=SystemClock(), config=config or RoutingConfig())
+    elif config is not None and config != manager.config:
+        raise ValueError("pass either manager or config, not a config that differs from "
+                         "manager.config")
+    interval = scan_interval_ms if scan_interval_ms is not None else manager.config.scan_interval_ms
+    routes: RouteManager = manager
+    journal: IO[str] | None = None
+    if journal_dir is not None:
+        routes, journal, path = _open_journal(journal_dir, manager,
+                                              nameserver_id or f"{host}:{port}")
+        _log(logging.INFO, "journal_opened", path=path)
+    host_ = NameServerHost(NameServerProcessor(routes), host=host, port=port,
+                           scan_interval_ms=interval)
+    stop = stop_event or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    if install_signal_handlers:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+    try:
+        address = await host_.start()
+        if on_listening is not None:
+            on_listening(address)
+        if ready_event is not None:
+            ready_event.set()
+        await stop.wait()
+        _log(logging.INFO, "shutting_down", host=address[0], port=address[1])
+    finally:
+        await host_.close()
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        if journal is not None:
+            journal.close()
+    return address
+
+
+def run_server(host: str = "127.0.0.1", port: int = 9876, **kwargs: Any) -> int:
+    """Blocking `serve` for the CLI: returns 0 after a graceful shutdown."""
+    asyncio.run(serve(host, port, **kwargs))
+    return 0
