@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from sortedcontainers import SortedSet
-
 from ._errors import InvariantViolation
 from ._routes import build_route, representative_flag
 from ._state import LiveKey, State
@@ -16,7 +14,7 @@ __all__ = ["find_problems"]
 
 
 def find_problems(state: State, routes: dict[str, TopicRouteData], versions: dict[str, int],
-                  unit_sets: tuple[SortedSet, SortedSet, SortedSet], *,
+                  unit_sets: tuple[set[str], set[str], set[str]], *,
                   support_acting_master: bool) -> None:
     """Raise `InvariantViolation` listing every broken rule, or return None."""
     problems: list[str] = []
@@ -35,8 +33,6 @@ def find_problems(state: State, routes: dict[str, TopicRouteData], versions: dic
             topics_of_group.setdefault(name, set()).add(topic)
     if topics_of_group != state.topics_of_group:
         add(f"group->topics index differs: index {_diff(state.topics_of_group, topics_of_group)}")
-    if list(state.topic_names) != sorted(state.topic_queue):
-        add("sorted topic-name set differs from the topic table")
 
     # --- groups, clusters, and the address index
     groups_of_addr: dict[LiveKey, set[str]] = {}

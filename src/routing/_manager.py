@@ -12,9 +12,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
-import attrs
-from sortedcontainers import SortedSet
-
 from ._clock import Clock, SystemClock
 from ._errors import InvalidRequest, NotReady
 from ._frozen import FrozenMap
@@ -37,7 +34,7 @@ from ._messages import (
 )
 from ._routes import build_route, representative_flag
 from ._state import Group, Live, LiveKey, State, no_master
-from ._validate import MAX_QUEUE_NUMS, check_addr, check_name, check_topic, fail
+from ._validate import MAX_QUEUE_NUMS, check_addr, check_int, check_name, check_topic, fail
 from ._values import (
     MASTER_ID,
     BrokerAddr,
@@ -47,6 +44,7 @@ from ._values import (
     QueueData,
     TopicRouteData,
     TopicSysFlag,
+    unchecked,
 )
 
 __all__ = ["RouteInfoManager", "RouteListener"]
@@ -94,9 +92,10 @@ class RouteInfoManager:
         wait = self._config.wait_for_service_ms
         self._ready_at_ms = self._last_now + (wait or 0)
         self._ready = wait is None or wait == 0
-        self._unit: SortedSet = SortedSet()
-        self._unit_sub: SortedSet = SortedSet()
-        self._unit_sub_non_unit: SortedSet = SortedSet()
+        # topics by representative sys flag (D8); plain sets, sorted when listed
+        self._unit: set[str] = set()
+        self._unit_sub: set[str] = set()
+        self._unit_sub_non_unit: set[str] = set()
 
     # ================================================================== properties
 
@@ -253,11 +252,14 @@ class RouteInfoManager:
         topic_queue = st.topic_queue
         for topic, config in reg.topics.items():
             if rewrite_all or name not in topic_queue.get(topic, ()):
-                row = config.to_queue_data(name)
-                if wipe_write and row.perm & Perm.WRITE:
+                perm = config.perm
+                if wipe_write and perm & Perm.WRITE:
                     # Java clears the bit on the caller's TopicConfig; we never mutate inputs.
-                    row = attrs.evolve(row, perm=row.perm & _NO_WRITE)
-                st.put_row(topic, row)
+                    perm = Perm(perm & _NO_WRITE)
+                st.put_row(topic, unchecked(
+                    QueueData, broker_name=name, read_queue_nums=config.read_queue_nums,
+                    write_queue_nums=config.write_queue_nums, perm=perm,
+                    topic_sys_flag=config.topic_sys_flag))
         if rewrite_all:
             for topic, info in reg.topic_queue_mappings.items():
                 st.put_mapping(topic, info)
@@ -273,10 +275,22 @@ class RouteInfoManager:
         Cost: O(I), plus O(T_b) when the group disappears or loses its master in
         acting-master mode.
         """
-        request = UnregisterRequest(cluster=cluster, broker_addr=broker_addr,
-                                    broker_name=broker_name, broker_id=broker_id,
-                                    generation=generation)
-        return self.unregister_many((request,))[0]
+        self._known_key(cluster, broker_addr)
+        if type(broker_name) is not str or broker_name not in self._state.groups:
+            check_name("broker_name", broker_name)
+        check_int("broker_id", broker_id, low=0)
+        if generation is not None:
+            check_int("generation", generation, low=0)
+        with self._lock:
+            now = self._now()
+            removed: list[BrokerRemoved] = []
+            notices: list[MinBrokerIdChanged] = []
+            outcome = self._unregister(cluster, broker_addr, broker_name, broker_id, generation,
+                                       removed, notices)
+            event = self._commit(now, "unregister", removed=tuple(removed), notices=notices)
+        if event is not None:
+            self._emit(event)
+        return outcome
 
     def unregister_many(self, requests: Iterable[UnregisterRequest]) -> tuple[bool, ...]:
         """Apply several unregisters under one lock (Java's batch worker), in order."""
@@ -288,27 +302,31 @@ class RouteInfoManager:
             now = self._now()
             removed: list[BrokerRemoved] = []
             notices: list[MinBrokerIdChanged] = []
-            outcome = tuple(self._unregister(req, removed, notices) for req in batch)
+            outcome = tuple(self._unregister(req.cluster, req.broker_addr, req.broker_name,
+                                             req.broker_id, req.generation, removed, notices)
+                            for req in batch)
             event = self._commit(now, "unregister", removed=tuple(removed), notices=notices)
         if event is not None:
             self._emit(event)
         return outcome
 
-    def _unregister(self, req: UnregisterRequest, removed: list[BrokerRemoved],
+    def _unregister(self, cluster: str, addr: str, broker_name: str, broker_id: int,
+                    generation: int | None, removed: list[BrokerRemoved],
                     notices: list[MinBrokerIdChanged]) -> bool:
         st = self._state
-        key: LiveKey = (req.cluster, req.broker_addr)
+        key: LiveKey = (cluster, addr)
         live = st.live.get(key)
-        if req.generation is not None and (live is None or live.generation != req.generation):
+        if generation is not None and (live is None or live.generation != generation):
             return False
         changed = False
         if live is not None:
             st.drop_live(key)
-            removed.append(self._removed(live, "unregistered"))
+            if self._listener is not None:
+                removed.append(self._removed(live, "unregistered"))
             changed = True
-        group = st.groups.get(req.broker_name)
+        group = st.groups.get(broker_name)
         if group is not None:
-            changed |= self._remove_member(group, req.broker_addr, req.broker_id, notices)
+            changed |= self._remove_member(group, addr, broker_id, notices)
         return changed
 
     def scan_expired(self) -> tuple[ExpiredBroker, ...]:
@@ -373,7 +391,8 @@ class RouteInfoManager:
             group = st.groups[name]
             member_id = next(i for i, a in group.addrs.items() if a == addr)
             self._remove_member(group, addr, member_id, notices)
-        removed.append(self._removed(live, reason))
+        if self._listener is not None:
+            removed.append(self._removed(live, reason))
         return ExpiredBroker(cluster=key[0], broker_addr=addr, broker_name=live.broker_name,
                              broker_id=live.broker_id, channel=live.channel,
                              last_update_ms=live.last_update, timeout_ms=live.timeout,
@@ -423,7 +442,7 @@ class RouteInfoManager:
                            data_version: DataVersion) -> VersionAnswer:
         """QUERY_DATA_VERSION: is ``data_version`` different from the stored one? Always
         refreshes liveness of a known broker (5.x). O(1)."""
-        key = (check_name("cluster", cluster), check_addr("broker_addr", broker_addr))
+        key = self._known_key(cluster, broker_addr)
         if not isinstance(data_version, DataVersion):
             fail("data_version", data_version, "a DataVersion")
         with self._lock:
@@ -438,7 +457,7 @@ class RouteInfoManager:
     def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
         """BROKER_HEARTBEAT: refresh a known broker's liveness; never creates an entry nor
         changes its timeout. False for an unknown broker. O(1)."""
-        key = (check_name("cluster", cluster), check_addr("broker_addr", broker_addr))
+        key = self._known_key(cluster, broker_addr)
         with self._lock:
             now = self._now()
             live = self._state.live.get(key)
@@ -502,7 +521,10 @@ class RouteInfoManager:
             row = st.topic_queue[topic][broker_name]
             perm = (row.perm | Perm.WRITE) if writable else (row.perm & _NO_WRITE)
             if perm != row.perm:
-                st.put_row(topic, attrs.evolve(row, perm=perm))
+                st.put_row(topic, unchecked(
+                    QueueData, broker_name=row.broker_name, read_queue_nums=row.read_queue_nums,
+                    write_queue_nums=row.write_queue_nums, perm=Perm(perm),
+                    topic_sys_flag=row.topic_sys_flag))
         return len(topics)
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
@@ -563,9 +585,9 @@ class RouteInfoManager:
                 cluster_addr_table={c: frozenset(v) for c, v in sorted(st.clusters.items())})
 
     def all_topics(self) -> tuple[str, ...]:
-        """Every topic with a row, sorted. O(T)."""
+        """Every topic with a row, sorted. O(T log T)."""
         with self._lock:
-            return tuple(self._state.topic_names)
+            return tuple(sorted(self._state.topic_queue))
 
     def topics_by_cluster(self, cluster: str) -> tuple[str, ...]:
         """Topics with a row of any group of ``cluster``, sorted; () for an unknown cluster
@@ -594,19 +616,19 @@ class RouteInfoManager:
             return TopicList(topics=tuple(sorted(names)), broker_addr=addr)
 
     def unit_topics(self) -> tuple[str, ...]:
-        """Topics whose representative row (lowest broker name) has the unit flag. O(result)."""
+        """Topics whose representative row (lowest broker name) has the unit flag. O(r log r)."""
         with self._lock:
-            return tuple(self._unit)
+            return tuple(sorted(self._unit))
 
     def has_unit_sub_topics(self) -> tuple[str, ...]:
-        """Topics whose representative row has the unit-sub flag. O(result)."""
+        """Topics whose representative row has the unit-sub flag. O(r log r)."""
         with self._lock:
-            return tuple(self._unit_sub)
+            return tuple(sorted(self._unit_sub))
 
     def has_unit_sub_non_unit_topics(self) -> tuple[str, ...]:
-        """Topics whose representative row has unit-sub but not unit. O(result)."""
+        """Topics whose representative row has unit-sub but not unit. O(r log r)."""
         with self._lock:
-            return tuple(self._unit_sub_non_unit)
+            return tuple(sorted(self._unit_sub_non_unit))
 
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerMemberGroup:
         """The group's members (an empty group when unknown, D11). O(I)."""
@@ -654,16 +676,28 @@ class RouteInfoManager:
         """Rebuild the routes of touched topics; return the event for the listener."""
         touched = self._state.take_touched()
         changed: list[str] = []
+        topic_queue = self._state.topic_queue
+        routes, versions = self._routes, self._route_versions
+        unit, unit_sub, unit_sub_non_unit = self._unit, self._unit_sub, self._unit_sub_non_unit
         for topic in touched:
+            if topic not in topic_queue:  # the topic is gone: no rebuild, in no unit set
+                if routes.pop(topic, None) is not None:
+                    self._version_seq += 1
+                    versions[topic] = self._version_seq
+                    changed.append(topic)
+                unit.discard(topic)
+                unit_sub.discard(topic)
+                unit_sub_non_unit.discard(topic)
+                continue
             route = build_route(self._state, topic,
                                 support_acting_master=self._config.support_acting_master)
-            if route != self._routes.get(topic):
+            if route != routes.get(topic):
                 self._version_seq += 1
                 self._route_versions[topic] = self._version_seq
                 if route is None:
-                    del self._routes[topic]
+                    del routes[topic]
                 else:
-                    self._routes[topic] = route
+                    routes[topic] = route
                 changed.append(topic)
             self._update_unit_sets(topic)
         if self._listener is None or not (changed or registered or removed or notices):
@@ -673,8 +707,13 @@ class RouteInfoManager:
 
     def _update_unit_sets(self, topic: str) -> None:
         flag = representative_flag(self._state, topic)
-        unit = flag is not None and bool(flag & TopicSysFlag.UNIT)
-        sub = flag is not None and bool(flag & TopicSysFlag.UNIT_SUB)
+        if not flag:  # no rows, or flag 0: in none of the three sets. O(1)
+            self._unit.discard(topic)
+            self._unit_sub.discard(topic)
+            self._unit_sub_non_unit.discard(topic)
+            return
+        unit = bool(flag & TopicSysFlag.UNIT)
+        sub = bool(flag & TopicSysFlag.UNIT_SUB)
         for members, member in ((self._unit, unit), (self._unit_sub, sub),
                                 (self._unit_sub_non_unit, sub and not unit)):
             if member:
@@ -692,6 +731,15 @@ class RouteInfoManager:
         for which, value in (("read_queue_nums", read), ("write_queue_nums", write)):
             if value > cap:
                 fail(f"{field}.{which}", value, f"at most max_queue_nums={cap}")
+
+    def _known_key(self, cluster: object, addr: object) -> LiveKey:
+        """``(cluster, addr)``, validated (D7) unless it is a live key: those were validated
+        when they registered, so the common case costs one dictionary lookup."""
+        if type(cluster) is str and type(addr) is str:
+            key = (cluster, addr)
+            if key in self._state.live:
+                return key
+        return (check_name("cluster", cluster), check_addr("broker_addr", addr))
 
     @staticmethod
     def _check_hashable(field: str, value: object) -> None:

@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._frozen import FrozenMap
+from ._frozen import EMPTY, FrozenMap
 from ._state import State
-from ._values import MASTER_ID, BrokerData, Perm, QueueData, TopicRouteData, TopicSysFlag
+from ._values import (
+    MASTER_ID,
+    BrokerData,
+    Perm,
+    QueueData,
+    TopicRouteData,
+    TopicSysFlag,
+    unchecked,
+)
 
 __all__ = ["SYNC_BROKER_MEMBER_GROUP_PREFIX", "build_route", "representative_flag"]
 
@@ -49,9 +57,10 @@ def build_route(state: State, topic: str, *, support_acting_master: bool) -> Top
     infos = state.mappings.get(topic)
     if support_acting_master and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX):
         broker_datas = _acting_master_rewrite(broker_datas, rows)
-    return TopicRouteData(
-        queue_datas=tuple(queue_datas), broker_datas=tuple(broker_datas),
-        filter_server_table=FrozenMap(filters) if filters else FrozenMap(),
+    return unchecked(
+        TopicRouteData, queue_datas=tuple(queue_datas), broker_datas=tuple(broker_datas),
+        filter_server_table=FrozenMap(filters) if filters else EMPTY,
+        order_topic_conf=None,
         topic_queue_mapping_by_broker=None if infos is None else FrozenMap(dict(sorted(
             infos.items()))),
     )

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from sortedcontainers import SortedSet
-
 from ._deadlines import DeadlineIndex
 from ._frozen import FrozenMap
 from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicConfig
@@ -100,18 +98,16 @@ class State:
         self.groups_of_addr: dict[LiveKey, set[str]] = {}     # (group.cluster, addr) -> names
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
         self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
-        self.topic_names: SortedSet = SortedSet()
         # --- bookkeeping for one write
         self.touched: set[str] = set()
 
     # ------------------------------------------------------------------ topic rows
 
     def put_row(self, topic: str, row: QueueData) -> None:
-        """Upsert one (topic, group) row. O(log T) for a new topic, else O(1)."""
+        """Upsert one (topic, group) row. O(1)."""
         rows = self.topic_queue.get(topic)
         if rows is None:
             rows = self.topic_queue[topic] = {}
-            self.topic_names.add(topic)
         if rows.get(row.broker_name) == row:
             return
         rows[row.broker_name] = row
@@ -119,7 +115,7 @@ class State:
         self._rows_changed(row.broker_name, topic)
 
     def drop_row(self, topic: str, broker_name: str) -> bool:
-        """Remove one row; drop the topic when it has none left. O(1) (O(log T) if dropped)."""
+        """Remove one row; drop the topic when it has none left. O(1)."""
         rows = self.topic_queue.get(topic)
         if rows is None or rows.pop(broker_name, None) is None:
             return False
@@ -129,7 +125,6 @@ class State:
             del self.topics_of_group[broker_name]
         if not rows:
             del self.topic_queue[topic]
-            self.topic_names.discard(topic)
         self._rows_changed(broker_name, topic)
         return True
 
@@ -179,8 +174,16 @@ class State:
     def drop_group(self, group: Group) -> None:
         """Remove an empty group: its rows (O(T_b)), its cluster memberships and itself."""
         name = group.broker_name
-        for topic in list(self.topics_of_group.get(name, ())):
-            self.drop_row(topic, name)
+        topics = self.topics_of_group.pop(name, None)
+        if topics:
+            topic_queue = self.topic_queue
+            for topic in topics:  # drop_row, unrolled: this loop is the O(T_b) of a removal
+                rows = topic_queue[topic]
+                del rows[name]
+                if not rows:
+                    del topic_queue[topic]
+            self.touched.update(topics)
+            group.rows_epoch += 1
         for cluster in self.clusters_of_group.pop(name, set()):
             members = self.clusters[cluster]
             members.discard(name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -41,6 +41,8 @@ __all__ = [
     "TopicRouteData",
     "TopicSysFlag",
 ]
+
+_T = TypeVar("_T")
 
 #: ``MixAll.MASTER_ID``: the broker id of a group's master.
 MASTER_ID = 0
@@ -87,6 +89,15 @@ def _sys_flag(value: Any) -> TopicSysFlag:
 
 _queues = attrs_check(check_int, low=0, high=MAX_QUEUE_NUMS)
 _non_negative = attrs_check(check_int, low=0)
+
+
+def unchecked(cls: type[_T], **fields: Any) -> _T:
+    """Build a frozen value from fields that are already valid, skipping validators and
+    converters (internal hot paths only: rows derived from validated values). O(fields)."""
+    instance = object.__new__(cls)
+    for name, value in fields.items():
+        object.__setattr__(instance, name, value)
+    return instance
 
 
 # --------------------------------------------------------------------------- DataVersion
@@ -178,9 +189,10 @@ class TopicConfig:
             )
 
     def to_queue_data(self, broker_name: str) -> QueueData:
-        """Java ``createAndUpdateQueueData``'s conversion."""
-        return QueueData(
-            broker_name=broker_name, read_queue_nums=self.read_queue_nums,
+        """Java ``createAndUpdateQueueData``'s conversion. ``broker_name`` must be valid."""
+        check_name("broker_name", broker_name)
+        return unchecked(
+            QueueData, broker_name=broker_name, read_queue_nums=self.read_queue_nums,
             write_queue_nums=self.write_queue_nums, perm=self.perm,
             topic_sys_flag=self.topic_sys_flag,
         )
