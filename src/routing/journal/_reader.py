@@ -1,0 +1,386 @@
+"""Reading journals: every line validated, bad ones set aside with the reason, never dropped."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from .._errors import InvalidRequest
+from .._messages import Registration
+from .._validate import check_addr, check_int, check_name
+from ._calls import (
+    CALLS,
+    AddWritePerm,
+    Call,
+    ChannelClosed,
+    DeleteTopic,
+    Heartbeat,
+    QueryDataVersion,
+    Register,
+    RegisterTopic,
+    Scan,
+    Unregister,
+    UnregisterMany,
+    WipeWritePerm,
+    decode_channel,
+)
+from ._format import (
+    HEADER_FIELDS,
+    JOURNAL_FORMAT,
+    JOURNAL_VERSION,
+    RECORD_FIELDS,
+    JournalEntry,
+    JournalHeader,
+    JournalRecord,
+    config_from_json,
+    open_journal,
+)
+
+__all__ = [
+    "JournalReadResult",
+    "JournalReader",
+    "RejectedLine",
+    "SeqGap",
+    "iter_journal",
+    "read_journal",
+    "read_journals",
+]
+
+Source = str | os.PathLike[str] | Iterable[str]
+
+
+@attrs.frozen(kw_only=True)
+class RejectedLine:
+    """A line the reader set aside: where it was, why, and its text (without newline)."""
+
+    source: str
+    line_number: int
+    reason: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class SeqGap:
+    """Accepted records of ``nameserver_id`` jump from ``after_seq`` to ``next_seq``: the lines
+    in between are missing or were rejected, so a replay of that name server may diverge."""
+
+    nameserver_id: str
+    after_seq: int
+    next_seq: int
+    source: str
+    line_number: int
+
+
+@attrs.frozen(kw_only=True)
+class JournalReadResult:
+    """Everything a read produced: the accepted entries in file order, the rejected lines,
+    and the sequence gaps."""
+
+    records: tuple[JournalEntry, ...]
+    rejected: tuple[RejectedLine, ...] = ()
+    gaps: tuple[SeqGap, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was rejected and no sequence number is missing."""
+        return not self.rejected and not self.gaps
+
+    @property
+    def nameservers(self) -> tuple[str, ...]:
+        """The name servers with a header, in order of first appearance."""
+        return tuple(dict.fromkeys(e.nameserver_id for e in self.records
+                                   if isinstance(e, JournalHeader)))
+
+
+class _Bad(Exception):
+    """A line is rejected; the message is the reason."""
+
+
+@attrs.define
+class _NsState:
+    last_seq: int
+    last_ts: int
+    tables: dict[int, Registration] = attrs.field(factory=dict)
+    table_lines: dict[int, str] = attrs.field(factory=dict)
+    bad_tables: dict[int, str] = attrs.field(factory=dict)
+    #: table id → (channel, registration) last built from it (replays reuse the object).
+    built: dict[int, tuple[Hashable | None, Registration]] = attrs.field(factory=dict)
+
+
+class JournalReader:
+    """Validates journal lines one at a time, keeping per-name-server state across sources.
+
+    Checks, for every line: valid UTF-8 JSON object; a header with ``journal="routing"`` and a
+    supported ``version``, or a record whose name server has a header; known fields only; a
+    sequence number greater than the last accepted one of that name server; a time not earlier
+    than the last one; a known operation with well-formed args; for ``register``, a table that
+    was defined (by an accepted line) and top-level columns equal to the registration's.
+    Cost: O(line length), plus O(topics) for a line that defines a table.
+    """
+
+    def __init__(self) -> None:
+        self._ns: dict[str, _NsState] = {}
+        self.gaps: list[SeqGap] = []
+
+    def feed(self, text: str, *, source: str, line_number: int) -> JournalEntry | RejectedLine:
+        """Validate one line; return the decoded entry or the rejection."""
+        line = text.rstrip("\r\n")
+        try:
+            if not line.strip():
+                raise _Bad("blank line")
+            try:
+                doc = json.loads(line)
+            except (ValueError, RecursionError) as exc:
+                raise _Bad(f"malformed JSON: {exc}") from None
+            if not isinstance(doc, dict):
+                raise _Bad(f"not a JSON object: {type(doc).__name__}")
+            if "journal" in doc:
+                return self._header(doc, source, line_number)
+            return self._record(doc, source, line_number)
+        except _Bad as bad:
+            return RejectedLine(source=source, line_number=line_number, reason=str(bad),
+                                text=line)
+        except (InvalidRequest, TypeError, ValueError, KeyError) as exc:
+            return RejectedLine(source=source, line_number=line_number,
+                                reason=f"invalid: {exc}", text=line)
+
+    # ------------------------------------------------------------------ header
+
+    def _header(self, doc: dict[str, Any], source: str, line_number: int) -> JournalHeader:
+        unknown = sorted(set(doc) - set(HEADER_FIELDS))
+        if unknown:
+            raise _Bad(f"header: unknown field(s) {', '.join(map(repr, unknown))}")
+        if doc["journal"] != JOURNAL_FORMAT:
+            raise _Bad(f"header: journal must be {JOURNAL_FORMAT!r}, got {doc['journal']!r}")
+        version = doc.get("version")
+        if version != JOURNAL_VERSION:
+            raise _Bad(f"header: unsupported journal version {version!r} "
+                       f"(this reader reads version {JOURNAL_VERSION})")
+        for key in ("nameserver", "config", "start_ms"):
+            if key not in doc:
+                raise _Bad(f"header: missing field {key!r}")
+        ns = check_name("nameserver", doc["nameserver"])
+        start = check_int("start_ms", doc["start_ms"], low=0)
+        if doc.get("ns", ns) != ns:
+            raise _Bad(f"header: ns {doc['ns']!r} differs from nameserver {ns!r}")
+        if doc.get("ts", start) != start:
+            raise _Bad(f"header: ts {doc['ts']!r} differs from start_ms {start}")
+        if doc.get("op", "header") != "header":
+            raise _Bad(f"header: op must be 'header', got {doc['op']!r}")
+        config = config_from_json(doc["config"])
+        state = self._ns.get(ns)
+        seq = check_int("seq", doc.get("seq", 0 if state is None else state.last_seq + 1), low=0)
+        if state is not None:
+            self._check_order(ns, state, seq, start)
+            self._accept(ns, state, seq, start, source, line_number)
+        else:
+            self._ns[ns] = _NsState(last_seq=seq, last_ts=start)
+        return JournalHeader(nameserver_id=ns, seq=seq, start_ms=start, config=config,
+                             version=version)
+
+    @staticmethod
+    def _check_order(ns: str, state: _NsState, seq: int, ts: int) -> None:
+        if seq <= state.last_seq:
+            raise _Bad(f"seq {seq} of {ns!r} is not after the last accepted seq "
+                       f"{state.last_seq} (duplicate or out of order)")
+        if ts < state.last_ts:
+            raise _Bad(f"ts {ts} of {ns!r} is before the last accepted ts {state.last_ts} "
+                       f"(time must not go backwards)")
+
+    def _accept(self, ns: str, state: _NsState, seq: int, ts: int, source: str,
+                line_number: int) -> None:
+        if seq != state.last_seq + 1:
+            self.gaps.append(SeqGap(nameserver_id=ns, after_seq=state.last_seq, next_seq=seq,
+                                    source=source, line_number=line_number))
+        state.last_seq, state.last_ts = seq, ts
+
+    # ------------------------------------------------------------------ records
+
+    def _record(self, doc: dict[str, Any], source: str, line_number: int) -> JournalRecord:
+        unknown = sorted(set(doc) - set(RECORD_FIELDS))
+        if unknown:
+            raise _Bad(f"unknown field(s) {', '.join(map(repr, unknown))}")
+        for key in ("ns", "seq", "ts", "op", "args"):
+            if key not in doc:
+                raise _Bad(f"missing field {key!r}")
+        ns = doc["ns"]
+        if not isinstance(ns, str):
+            raise _Bad(f"ns must be a string, got {ns!r:.80}")
+        state = self._ns.get(ns)
+        if state is None:
+            raise _Bad(f"no header for name server {ns!r} before this record")
+        seq = check_int("seq", doc["seq"], low=1)
+        ts = check_int("ts", doc["ts"], low=0)
+        op = doc["op"]
+        if op not in CALLS:
+            raise _Bad(f"unknown op {op!r}")
+        args = doc["args"]
+        if not isinstance(args, dict):
+            raise _Bad(f"args must be an object, got {args!r:.80}")
+        cluster, name, addr = (doc.get(k) for k in ("cluster", "broker_name", "broker_addr"))
+        for key, value in (("cluster", cluster), ("broker_name", name)):
+            if value is not None:
+                check_name(key, value)
+        if addr is not None:
+            check_addr("broker_addr", addr)
+        self._check_order(ns, state, seq, ts)
+        call = self._decode(op, args, cluster, name, addr, state, f"{source}:{line_number}")
+        self._accept(ns, state, seq, ts, source, line_number)  # state moves only now
+        if isinstance(call, Register) and "table" in args:
+            table_id = args["table_id"]
+            state.tables[table_id] = call.registration
+            state.table_lines[table_id] = f"{source}:{line_number}"
+        return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=call, cluster=cluster,
+                             broker_name=name, broker_addr=addr)
+
+    def _decode(self, op: str, args: Mapping[str, Any], cluster: Any, name: Any, addr: Any,
+                state: _NsState, where: str) -> Call:
+        if op == "register":
+            return self._register(args, cluster, name, addr, state, where)
+        if op == "unregister":
+            for key, value in (("cluster", cluster), ("broker_name", name),
+                               ("broker_addr", addr)):
+                if value is None:
+                    raise _Bad(f"unregister: top-level {key} is required")
+            return Unregister.decode_args(args, cluster, name, addr)
+        if op == "unregister_many":
+            many = UnregisterMany.decode_args(args)
+            for key, value in (("cluster", cluster), ("broker_name", name),
+                               ("broker_addr", addr)):
+                if value != many.common(key):
+                    raise _Bad(f"unregister_many: top-level {key} {value!r} must be the value "
+                               f"shared by every request ({many.common(key)!r})")
+            return many
+        if op == "heartbeat":
+            return Heartbeat.decode_args(args, cluster, addr)
+        if op == "query_data_version":
+            if "table_id" not in args:
+                return QueryDataVersion.decode_args(args, cluster, addr)
+            if set(args) != {"table_id"}:
+                raise _Bad("query_data_version: args.table_id excludes any other field")
+            template = self._table(state, check_int("args.table_id", args["table_id"], low=1))
+            for key, value, want in (("cluster", cluster, template.cluster),
+                                     ("broker_name", name, template.broker_name),
+                                     ("broker_addr", addr, template.broker_addr)):
+                if value != want:
+                    raise _Bad(f"query_data_version: top-level {key} {value!r} differs from "
+                               f"the table's {want!r}")
+            return QueryDataVersion(cluster=template.cluster, broker_addr=template.broker_addr,
+                                    data_version=template.data_version)
+        if op in ("scan", "channel_closed"):
+            for key, value in (("cluster", cluster), ("broker_name", name),
+                               ("broker_addr", addr)):
+                if value is not None:
+                    raise _Bad(f"{op}: top-level {key} must be null")
+            return Scan.decode_args(args) if op == "scan" else ChannelClosed.decode_args(args)
+        if op == "delete_topic":
+            return DeleteTopic.decode_args(args, cluster)
+        if op == "register_topic":
+            call = RegisterTopic.decode_args(args)
+            if name != call.common_broker_name():
+                raise _Bad(f"register_topic: top-level broker_name {name!r} must be the group "
+                           f"shared by every row ({call.common_broker_name()!r})")
+            return call
+        if op == "wipe_write_perm":
+            return WipeWritePerm.decode_args(args, name)
+        return AddWritePerm.decode_args(args, name)
+
+    @staticmethod
+    def _table(state: _NsState, table_id: int) -> Registration:
+        found = state.tables.get(table_id)
+        if found is None:
+            why = (f" (its definition at {state.bad_tables[table_id]} was rejected)"
+                   if table_id in state.bad_tables else "")
+            raise _Bad(f"unknown table_id {table_id}{why}")
+        return found
+
+    def _register(self, args: Mapping[str, Any], cluster: Any, name: Any, addr: Any,
+                  state: _NsState, where: str) -> Register:
+        unknown = sorted(set(args) - {"table_id", "table", "channel"})
+        if unknown:
+            raise _Bad(f"register: unknown args field(s) {', '.join(map(repr, unknown))}")
+        if "table_id" not in args:
+            raise _Bad("register: missing args field 'table_id'")
+        table_id = check_int("args.table_id", args["table_id"], low=1)
+        if "table" in args:
+            if table_id in state.tables:
+                raise _Bad(f"register: table_id {table_id} is already defined at "
+                           f"{state.table_lines[table_id]}")
+            try:
+                template = Registration.from_json(args["table"])
+            except InvalidRequest as exc:
+                state.bad_tables[table_id] = where
+                raise _Bad(f"register: bad table {table_id}: {exc}") from None
+        else:
+            template = self._table(state, table_id)
+        for key, value, want in (("cluster", cluster, template.cluster),
+                                 ("broker_name", name, template.broker_name),
+                                 ("broker_addr", addr, template.broker_addr)):
+            if value != want:
+                raise _Bad(f"register: top-level {key} {value!r} differs from the table's "
+                           f"{want!r}")
+        channel = decode_channel(args.get("channel"))
+        last = state.built.get(table_id)
+        if last is not None and last[0] == channel:
+            return Register(registration=last[1])
+        reg = template if channel is None else attrs.evolve(template, channel=channel)
+        state.built[table_id] = (channel, reg)
+        return Register(registration=reg)
+
+
+def _lines(source: Source) -> tuple[str, Iterator[str], Any]:
+    """(name, line iterator, closable or None)."""
+    if isinstance(source, str | os.PathLike):
+        handle = open_journal(source)
+        return os.fspath(source), iter(handle), handle
+    return getattr(source, "name", "<lines>"), iter(source), None
+
+
+def iter_journal(source: Source, *, reader: JournalReader | None = None,
+                 name: str | None = None) -> Iterator[JournalEntry | RejectedLine]:
+    """Stream one journal: each line as a `JournalHeader`, a `JournalRecord` or a
+    `RejectedLine`. ``source`` is a path (``str`` or path-like; gzip recognised) or an
+    iterable of lines. Pass a shared ``reader`` to continue name-server state across files.
+    Memory: O(tables), not O(lines)."""
+    reader = reader if reader is not None else JournalReader()
+    label, lines, closable = _lines(source)
+    label = name if name is not None else str(label)
+    try:
+        for number, text in enumerate(lines, start=1):
+            yield reader.feed(text, source=label, line_number=number)
+    finally:
+        if closable is not None:
+            closable.close()
+
+
+def read_journals(sources: Iterable[Source]) -> JournalReadResult:
+    """Read several journals (each a path or an iterable of lines) with one shared state:
+    accepted entries in reading order, every rejected line, every sequence gap."""
+    reader = JournalReader()
+    records: list[JournalEntry] = []
+    rejected: list[RejectedLine] = []
+    for source in sources:
+        for item in iter_journal(source, reader=reader):
+            if isinstance(item, RejectedLine):
+                rejected.append(item)
+            else:
+                records.append(item)
+    return JournalReadResult(records=tuple(records), rejected=tuple(rejected),
+                             gaps=tuple(reader.gaps))
+
+
+def read_journal(source: Source) -> JournalReadResult:
+    """Read one journal (a path, gzip recognised, or an iterable of lines).
+
+    >>> result = read_journal(['{"journal":"routing","version":1,"nameserver":"ns-0",'
+    ...                        '"config":{},"start_ms":0}', 'not json'])
+    >>> [type(r).__name__ for r in result.records], result.rejected[0].line_number
+    (['JournalHeader'], 2)
+    >>> result.rejected[0].reason.split(":")[0]
+    'malformed JSON'
+    """
+    return read_journals([source])

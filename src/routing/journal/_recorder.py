@@ -1,0 +1,348 @@
+"""`JournalRecorder`: a `RouteInfoManager` that writes down every write call it forwards."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+from .._clock import Clock
+from .._manager import RouteInfoManager
+from .._messages import (
+    BrokerMemberGroup,
+    ClusterInfo,
+    ExpiredBroker,
+    RegisterResult,
+    Registration,
+    RoutingConfig,
+    TopicList,
+    UnregisterRequest,
+    VersionAnswer,
+)
+from .._values import BrokerAddr, BrokerLiveInfo, DataVersion, QueueData, TopicRouteData
+from ._calls import (
+    AddWritePerm,
+    Call,
+    CallResult,
+    ChannelClosed,
+    DeleteTopic,
+    Heartbeat,
+    QueryDataVersion,
+    RegisterTopic,
+    Scan,
+    Unregister,
+    UnregisterMany,
+    WipeWritePerm,
+    encode_channel,
+)
+from ._format import JournalHeader, JournalSink, dumps
+
+__all__ = ["JournalRecorder"]
+
+#: Table definitions kept per broker address; an older one referenced again is re-defined.
+_TABLES_PER_ADDR = 4
+
+#: A written table: the registration, its id, and the text of its lines after ``ts``.
+_Table = tuple[Registration, int, str]
+
+
+class JournalRecorder:
+    """Wraps a `RouteInfoManager`: same method names, every write call forwarded and recorded.
+
+    >>> import io, routing as r
+    >>> clock = r.ManualClock(start_ms=0)
+    >>> sink = io.StringIO()
+    >>> ns = JournalRecorder(r.RouteInfoManager(clock=clock), sink, nameserver_id="ns-0")
+    >>> ns.heartbeat(cluster="c", broker_addr="10.0.0.1:10911")
+    False
+    >>> print(sink.getvalue().splitlines()[1])
+    {"ns":"ns-0","seq":1,"ts":0,"op":"heartbeat","cluster":"c","broker_name":null,"broker_addr":"10.0.0.1:10911","args":{}}
+
+    The header line is written at construction, with the manager's config and the clock's
+    current time as ``start_ms``; wrap a manager before anything is written to it (a
+    non-empty manager raises ``ValueError``: its earlier calls could never be replayed).
+
+    Write calls (register, unregister, unregister_many, heartbeat, query_data_version,
+    scan_expired, on_channel_closed, delete_topic, register_topic, wipe/add_write_perm) are
+    applied and then written, one line each, with the next sequence number and the clock time
+    read just before the call. A call that raises changed nothing and is not written. Read
+    calls are forwarded and not written: they change nothing.
+
+    Thread-safe: one lock spans apply-and-write, so line order is application order. The
+    sink is not flushed or closed here. Cost per call: the manager's, plus one JSON encoding
+    of the record (O(1) for a registration whose table was already written, O(topics) once
+    per table).
+    """
+
+    def __init__(self, manager: RouteInfoManager, sink: JournalSink, *,
+                 nameserver_id: str) -> None:
+        self._lock = threading.RLock()
+        self._sink = sink
+        self._nameserver_id = nameserver_id
+        self._seq = -1
+        self._next_table = 0
+        #: (cluster, broker_name, broker_addr) → [(registration, table id)], newest last.
+        self._tables: dict[tuple[str, str, str], list[_Table]] = {}
+        #: (cluster, broker_addr) → broker_name of the last accepted registration.
+        self._groups: dict[tuple[str, str], str] = {}
+        #: (cluster, broker_addr) → (broker_name, data version, id) of its last table line.
+        self._last_table: dict[tuple[str, str], tuple[str, DataVersion, int]] = {}
+        self._channel_refs: dict[Hashable, int] = {}
+        self._manager = manager
+        #: Every line starts with this, then the sequence number.
+        self._prefix = '{"ns":' + dumps(nameserver_id) + ',"seq":'
+        self._write_header(manager)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def manager(self) -> RouteInfoManager:
+        """The wrapped manager."""
+        return self._manager
+
+    @property
+    def nameserver_id(self) -> str:
+        return self._nameserver_id
+
+    @property
+    def seq(self) -> int:
+        """The sequence number of the last line written (0: the header only)."""
+        return self._seq
+
+    @property
+    def config(self) -> RoutingConfig:
+        return self._manager.config
+
+    @property
+    def clock(self) -> Clock:
+        return self._manager.clock
+
+    def restart(self, manager: RouteInfoManager) -> None:
+        """The name server restarted with ``manager`` (fresh and empty): write a restart
+        header and record into it from now on. Sequence numbers and table ids continue."""
+        with self._lock:
+            self._groups.clear()
+            self._manager = manager
+            self._write_header(manager)
+
+    def _write_header(self, manager: RouteInfoManager) -> None:
+        if manager.all_topics() or manager.live_brokers() or manager.cluster_info().\
+                broker_addr_table:
+            raise ValueError("JournalRecorder needs a fresh manager: its earlier calls were not "
+                             "recorded and could not be replayed")
+        self._seq += 1
+        header = JournalHeader(nameserver_id=self._nameserver_id, seq=self._seq,
+                               start_ms=manager.clock.now_ms(), config=manager.config)
+        self._sink.write(dumps(header.to_json()) + "\n")
+
+    # ------------------------------------------------------------------ recording
+
+    def _record(self, call: Call, args: dict[str, Any], *, cluster: str | None = None,
+                broker_name: str | None = None, broker_addr: str | None = None) -> CallResult:
+        """Apply ``call``; on success write its line. The caller holds the lock. Every line
+        is compact JSON with the fields in `RECORD_FIELDS` order."""
+        ts = self._manager.clock.now_ms()
+        result = call.apply(self._manager)
+        self._seq += 1
+        line = dumps({"ts": ts, "op": call.op, "cluster": cluster, "broker_name": broker_name,
+                      "broker_addr": broker_addr, "args": args})
+        self._sink.write(f"{self._prefix}{self._seq},{line[1:]}\n")
+        return result
+
+    def _find_table(self, reg: Registration) -> tuple[list[_Table], int]:
+        """The kept tables of the registration's address, and the index of the one equal to
+        ``reg`` (-1: none). O(1) when the same table object was seen, else one comparison
+        per kept table of the address."""
+        kept = self._tables.setdefault((reg.cluster, reg.broker_name, reg.broker_addr), [])
+        for i, table in enumerate(kept):
+            if table[0] == reg:  # every field but the channel (attrs eq=False on it)
+                return kept, i
+        return kept, -1
+
+    # ------------------------------------------------------------------ write calls
+
+    def register(self, registration: Registration) -> RegisterResult:
+        """`RouteInfoManager.register`, recorded as ``register``: ``args.table_id`` names
+        the registration's table, written in full as ``args.table`` the first time.
+
+        A registration whose table was written before costs one comparison and a string
+        concatenation: the line's text after ``ts`` is kept with the table."""
+        reg = registration
+        if not isinstance(reg, Registration):
+            return self._manager.register(reg)  # raises InvalidRequest
+        with self._lock:
+            kept, found = self._find_table(reg)
+            ch = reg.channel
+            if ch is None:
+                channel = ""
+            elif type(ch) is int:
+                channel = f',"channel":{ch}'
+            else:
+                channel = ',"channel":' + dumps(encode_channel(ch, self._channel_refs))
+            ts = self._manager.clock.now_ms()
+            result = self._manager.register(reg)
+            self._seq += 1
+            if found >= 0:
+                table = kept[found]
+                self._sink.write(f'{self._prefix}{self._seq},"ts":{ts}{table[2]}{channel}}}}}\n')
+                if found != len(kept) - 1:
+                    kept.append(kept.pop(found))
+            else:
+                # Only now, the line being written, does the table id exist.
+                self._next_table += 1
+                table_id = self._next_table
+                head = dumps({"op": "register", "cluster": reg.cluster,
+                              "broker_name": reg.broker_name, "broker_addr": reg.broker_addr,
+                              "args": {"table_id": table_id}})
+                tail = "," + head[1:-2]  # without the braces closing args and the line
+                self._sink.write(f'{self._prefix}{self._seq},"ts":{ts}{tail},"table":'
+                                 f'{dumps(reg.to_json())}{channel}}}}}\n')
+                kept.append((reg, table_id, tail))
+                if len(kept) > _TABLES_PER_ADDR:
+                    del kept[0]
+            self._last_table[(reg.cluster, reg.broker_addr)] = (
+                reg.broker_name, reg.data_version, kept[-1][1])
+            if result.accepted:
+                self._groups[(reg.cluster, reg.broker_addr)] = reg.broker_name
+            return result
+
+    def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
+                   generation: int | None = None) -> bool:
+        """`RouteInfoManager.unregister`, recorded as ``unregister``."""
+        call = Unregister(request=UnregisterRequest(
+            cluster=cluster, broker_addr=broker_addr, broker_name=broker_name,
+            broker_id=broker_id, generation=generation))
+        with self._lock:
+            return bool(self._record(call, call.encode_args(), cluster=cluster,
+                                     broker_name=broker_name, broker_addr=broker_addr))
+
+    def unregister_many(self, requests: Iterable[UnregisterRequest]) -> tuple[bool, ...]:
+        """`RouteInfoManager.unregister_many`, one ``unregister_many`` line for the batch;
+        its top-level columns are set only when every request shares the value."""
+        call = UnregisterMany(requests=tuple(requests))
+        with self._lock:
+            result = self._record(call, call.encode_args(), cluster=call.common("cluster"),
+                                  broker_name=call.common("broker_name"),
+                                  broker_addr=call.common("broker_addr"))
+            assert isinstance(result, tuple)
+            return result  # type: ignore[return-value]
+
+    def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
+        """`RouteInfoManager.heartbeat`, recorded as ``heartbeat``."""
+        call = Heartbeat(cluster=cluster, broker_addr=broker_addr)
+        with self._lock:
+            return bool(self._record(call, call.encode_args(), cluster=cluster,
+                                     broker_name=self._groups.get((cluster, broker_addr)),
+                                     broker_addr=broker_addr))
+
+    def query_data_version(self, *, cluster: str, broker_addr: str,
+                           data_version: DataVersion) -> VersionAnswer:
+        """`RouteInfoManager.query_data_version`, recorded as ``query_data_version``.
+
+        When the queried version is that of the last table written for the address (the
+        lightweight heartbeat of acting-master mode), ``args`` is ``{"table_id": n}``
+        instead of the version itself."""
+        call = QueryDataVersion(cluster=cluster, broker_addr=broker_addr,
+                                data_version=data_version)
+        with self._lock:
+            name = self._groups.get((cluster, broker_addr))
+            last = self._last_table.get((cluster, broker_addr))
+            if last is not None and last[0] == name and last[1] == data_version:
+                args: dict[str, Any] = {"table_id": last[2]}
+            else:
+                args = call.encode_args()
+            result = self._record(call, args, cluster=cluster, broker_name=name,
+                                  broker_addr=broker_addr)
+            assert isinstance(result, VersionAnswer)
+            return result
+
+    def scan_expired(self) -> tuple[ExpiredBroker, ...]:
+        """`RouteInfoManager.scan_expired`, recorded as ``scan`` (every scan, even an empty
+        one: its time decides what expires)."""
+        with self._lock:
+            result = self._record(Scan(), {})
+            assert isinstance(result, tuple)
+            self._forget(result)  # type: ignore[arg-type]
+            return result  # type: ignore[return-value]
+
+    def on_channel_closed(self, channel: Hashable | None) -> tuple[ExpiredBroker, ...]:
+        """`RouteInfoManager.on_channel_closed`, recorded as ``channel_closed``."""
+        call = ChannelClosed(channel=channel)
+        with self._lock:
+            result = self._record(call, call.encode_args(self._channel_refs))
+            assert isinstance(result, tuple)
+            self._forget(result)  # type: ignore[arg-type]
+            return result  # type: ignore[return-value]
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
+        """`RouteInfoManager.delete_topic`, recorded as ``delete_topic``."""
+        call = DeleteTopic(topic=topic, cluster=cluster)
+        with self._lock:
+            return bool(self._record(call, call.encode_args(), cluster=cluster))
+
+    def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> None:
+        """`RouteInfoManager.register_topic`, recorded as ``register_topic``."""
+        call = RegisterTopic(topic=topic, queue_datas=tuple(queue_datas))
+        with self._lock:
+            self._record(call, call.encode_args(), broker_name=call.common_broker_name())
+
+    def wipe_write_perm(self, broker_name: str) -> int:
+        """`RouteInfoManager.wipe_write_perm`, recorded as ``wipe_write_perm``."""
+        call = WipeWritePerm(broker_name=broker_name)
+        with self._lock:
+            result = self._record(call, call.encode_args(), broker_name=broker_name)
+            assert isinstance(result, int)
+            return result
+
+    def add_write_perm(self, broker_name: str) -> int:
+        """`RouteInfoManager.add_write_perm`, recorded as ``add_write_perm``."""
+        call = AddWritePerm(broker_name=broker_name)
+        with self._lock:
+            result = self._record(call, call.encode_args(), broker_name=broker_name)
+            assert isinstance(result, int)
+            return result
+
+    def _forget(self, gone: tuple[ExpiredBroker, ...]) -> None:
+        for e in gone:
+            self._groups.pop((e.cluster, e.broker_addr), None)
+
+    # ------------------------------------------------------------------ reads (not recorded)
+
+    def pickup_route(self, topic: str) -> TopicRouteData | None:
+        return self._manager.pickup_route(topic)
+
+    def route_version(self, topic: str) -> int:
+        return self._manager.route_version(topic)
+
+    def cluster_info(self) -> ClusterInfo:
+        return self._manager.cluster_info()
+
+    def all_topics(self) -> tuple[str, ...]:
+        return self._manager.all_topics()
+
+    def topics_by_cluster(self, cluster: str) -> tuple[str, ...]:
+        return self._manager.topics_by_cluster(cluster)
+
+    def system_topics(self) -> TopicList:
+        return self._manager.system_topics()
+
+    def unit_topics(self) -> tuple[str, ...]:
+        return self._manager.unit_topics()
+
+    def has_unit_sub_topics(self) -> tuple[str, ...]:
+        return self._manager.has_unit_sub_topics()
+
+    def has_unit_sub_non_unit_topics(self) -> tuple[str, ...]:
+        return self._manager.has_unit_sub_non_unit_topics()
+
+    def broker_member_group(self, cluster: str, broker_name: str) -> BrokerMemberGroup:
+        return self._manager.broker_member_group(cluster, broker_name)
+
+    def live_brokers(self) -> Mapping[BrokerAddr, BrokerLiveInfo]:
+        return self._manager.live_brokers()
+
+    def check_invariants(self) -> None:
+        self._manager.check_invariants()
+
+    def __repr__(self) -> str:
+        return f"<JournalRecorder {self._nameserver_id} seq={self._seq} {self._manager!r}>"

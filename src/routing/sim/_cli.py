@@ -1,0 +1,171 @@
+"""``routing simulate``: the click command (click and rich are imported here only).
+
+The ``routing`` group registers `simulate_command`; it can also be run on its own with
+``python -m routing.sim._cli``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ._faults import FAULT_KINDS, PROFILES, SimConfig
+from ._model import SimResult
+from ._runner import simulate
+
+__all__ = ["config_to_json", "parse_duration_ms", "simulate_command"]
+
+_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+
+
+def parse_duration_ms(text: str) -> int:
+    """``"2h"``, ``"90m"``, ``"1h30m"``, ``"45s"``, ``"500ms"``, ``"1d"`` → milliseconds.
+
+    >>> parse_duration_ms("1h30m"), parse_duration_ms("500ms")
+    (5400000, 500)
+    """
+    cleaned = text.strip().lower().replace(" ", "")
+    parts = _PART.findall(cleaned)
+    if not cleaned or "".join(n + u for n, u in parts) != cleaned:
+        raise ValueError(f"not a duration: {text!r} (use a number with a unit: 500ms, 30s, "
+                         f"10m, 2h, 1d, or a sum such as 1h30m)")
+    return round(sum(float(n) * _UNITS[u] for n, u in parts))
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration_ms(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def config_to_json(config: SimConfig) -> dict[str, Any]:
+    """The config as JSON-ready data; explicit faults as objects with their ``kind``."""
+    doc = attrs.asdict(config)
+    if not isinstance(config.faults, str):
+        doc["faults"] = [{"kind": f.kind, **attrs.asdict(f)} for f in config.faults]
+    return doc
+
+
+def _write_summary(path: Path, result: SimResult) -> None:
+    stats = result.stats
+    doc = {
+        "config": config_to_json(result.config),
+        "stats": {"events": stats.events, "messages": stats.messages, "lost": stats.lost,
+                  "journal_lines": dict(stats.journal_lines), "wall_s": round(stats.wall_s, 3),
+                  "events_per_s": round(stats.events_per_s)},
+        "journals": {ns: p.name for ns, p in result.journal_paths.items()},
+        "faults": result.summary().to_json(),
+    }
+    path.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+@click.command("simulate")
+@click.option("--groups", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Broker groups (a master and its slaves each).")
+@click.option("--slaves", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Slaves per group.")
+@click.option("--nameservers", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Name servers.")
+@click.option("--duration", default="2h", show_default=True, callback=_duration,
+              help="Simulated time: 500ms, 30s, 10m, 2h, 1d, 1h30m...")
+@click.option("--faults", default="default", show_default=True,
+              help=f"A profile ({', '.join(PROFILES)}) or comma-separated kinds "
+                   f"({', '.join(FAULT_KINDS)}).")
+@click.option("--fault-interval", default=None, callback=_duration,
+              help="Mean time between faults (default: the profile's, 5m for default).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of every random choice; the same seed gives identical journals.")
+@click.option("--clients", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Clients polling routes every 30 s.")
+@click.option("--loss", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0005,
+              show_default=True, help="Probability that a message is lost.")
+@click.option("--acting-master", is_flag=True,
+              help="Brokers in slave-acting-master mode (1 s heartbeats, 10 s timeout), name "
+                   "servers with support_acting_master.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write ns-<i>.jsonl journals and summary.json here.")
+@click.option("--gzip/--no-gzip", "compress", default=False, show_default=True,
+              help="Compress the journals (ns-<i>.jsonl.gz).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--topics", "per_topic", is_flag=True,
+              help="Also print how long the name servers disagreed about each affected topic.")
+@click.option("--progress/--no-progress", "show_progress", default=True, show_default=True,
+              help="Show a progress bar on stderr.")
+def simulate_command(groups: int, slaves: int, nameservers: int, duration: int,
+                     faults: str, fault_interval: int | None, seed: int, clients: int,
+                     loss: float, acting_master: bool, out: Path | None, compress: bool,
+                     as_json: bool, per_topic: bool, show_progress: bool) -> None:
+    """Simulate name servers, brokers and clients under faults, deterministically.
+
+    Prints, per fault, how long until each name server stopped routing to the broker it
+    lost, and how long the name servers disagreed about the affected topics.
+    """
+    try:
+        config = SimConfig(groups=groups, slaves=slaves, nameservers=nameservers,
+                           duration_ms=duration, seed=seed, faults=faults,
+                           fault_interval_ms=fault_interval, clients=clients, loss_rate=loss,
+                           acting_master=acting_master,
+                           routing=attrs.evolve(SimConfig().routing,
+                                                support_acting_master=acting_master))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    errors = Console(stderr=True)
+    if show_progress:
+        with Progress(TextColumn("simulating"), BarColumn(),
+                      TextColumn("{task.completed:,.0f}/{task.total:,.0f} simulated s"),
+                      TimeElapsedColumn(), console=errors, transient=True) as bar:
+            task = bar.add_task("sim", total=duration / 1000)
+
+            def report(now_ms: int, end_ms: int) -> None:
+                bar.update(task, completed=now_ms / 1000)
+
+            result = simulate(config, out_dir=out, gzip=compress, progress=report)
+    else:
+        result = simulate(config, out_dir=out, gzip=compress)
+    summary = result.summary()
+    if out is not None:
+        _write_summary(out / "summary.json", result)
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+        return
+    table = Table(title=f"{len(summary.rows)} faults, seed {seed}, "
+                        f"{duration / 3_600_000:g} h simulated: time until each name server "
+                        f"stopped routing to the lost broker; longest disagreement")
+    for header in summary.headers():
+        table.add_column(header, overflow="fold")
+    for row in summary.table():
+        table.add_row(*row)
+    console.print(table)
+    if per_topic:
+        topics = Table(title="disagreement per affected topic (only topics with any)")
+        for header in ("#", "fault", "topic", "disagreed"):
+            topics.add_column(header)
+        for cells in summary.topic_table():
+            topics.add_row(*cells)
+        console.print(topics)
+    stats = result.stats
+    console.print(f"{stats.events:,} events in {stats.wall_s:.1f} s "
+                  f"({stats.events_per_s:,.0f}/s); {stats.messages:,} messages, "
+                  f"{stats.lost:,} lost; journal lines: "
+                  + ", ".join(f"{ns} {n:,}" for ns, n in stats.journal_lines.items()))
+    if out is not None:
+        console.print(f"journals and summary.json written to {out}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    simulate_command()

@@ -1,0 +1,140 @@
+"""What a simulation run produces: fault records, route changes, timelines, statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
+
+from .._frozen import FrozenMap
+from .._manager import RouteInfoManager
+from .._messages import RouteChange
+from .._values import TopicRouteData
+from ..journal import JournalReadResult, read_journals
+from ._faults import Fault, SimConfig
+
+if TYPE_CHECKING:
+    from ._summary import SimSummary
+
+__all__ = ["FaultRecord", "NsChange", "SimResult", "SimStats"]
+
+#: One name server's route of one topic over time: (ms, route or None) at each change.
+RouteTimeline = tuple[tuple[int, TopicRouteData | None], ...]
+
+
+@attrs.frozen(kw_only=True)
+class FaultRecord:
+    """One fault as it happened.
+
+    ``start_ms`` is when it struck; ``end_ms`` when its cause ended (restart, heal, name
+    server back, link repaired; None: not within the run; equal to ``start_ms`` for topic
+    faults). ``target_addrs`` are the broker addresses it made unreachable, ``nameservers``
+    the name servers it cut off from them (all of them, except for a partition), ``topics``
+    the topics it may change (of those, only ``group``'s part when set). ``skipped`` says
+    why nothing happened (e.g. the broker was already down); ``note`` adds what the run
+    decided (the promoted slave, the chosen topic).
+    """
+
+    index: int
+    fault: Fault
+    start_ms: int
+    end_ms: int | None
+    target_addrs: tuple[str, ...] = ()
+    #: The broker group whose part of each route the fault can change (None: whole routes).
+    group: str | None = None
+    nameservers: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    skipped: str | None = None
+    note: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.fault.kind
+
+
+@attrs.frozen(kw_only=True)
+class NsChange:
+    """A `RouteChange` seen on one name server that changed routes or removed a broker."""
+
+    nameserver_id: str
+    change: RouteChange
+
+    @property
+    def at_ms(self) -> int:
+        return self.change.at_ms
+
+
+@attrs.frozen(kw_only=True)
+class SimStats:
+    """Counters of a run. ``events`` are the discrete events processed (deliveries, replies,
+    polls, scans, client polls, faults); ``wall_s`` the real time it took."""
+
+    events: int
+    messages: int
+    lost: int
+    journal_lines: FrozenMap[str, int]
+    wall_s: float
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.wall_s if self.wall_s > 0 else 0.0
+
+
+@attrs.frozen(kw_only=True)
+class SimResult:
+    """Everything a run left behind.
+
+    ``managers`` are the name servers' managers at the end (live objects: read them, do not
+    write). Journals are in ``journal_texts`` (ns id → text) when the run kept them in
+    memory, or in the files of ``journal_paths``. ``changes`` lists, in order, every route
+    change and broker removal each name server saw. ``route_timeline[topic][ns]`` is the
+    route each name server served over time, and ``serving[ns]`` when it answered clients
+    (up, past its readiness gate) as (ms, bool) steps. ``client_views[c]`` is the set of
+    broker addresses client ``c`` could route to, after each poll that changed it.
+    """
+
+    config: SimConfig
+    end_ms: int
+    nameserver_ids: tuple[str, ...]
+    group_names: tuple[str, ...]
+    faults: tuple[FaultRecord, ...]
+    managers: FrozenMap[str, RouteInfoManager]
+    changes: tuple[NsChange, ...]
+    route_timeline: FrozenMap[str, FrozenMap[str, RouteTimeline]]
+    serving: FrozenMap[str, tuple[tuple[int, bool], ...]]
+    client_views: tuple[tuple[tuple[int, frozenset[str]], ...], ...]
+    stats: SimStats
+    journal_texts: FrozenMap[str, str] = attrs.field(factory=FrozenMap)
+    journal_paths: FrozenMap[str, Path] = attrs.field(factory=FrozenMap)
+
+    def journal_lines(self, nameserver_id: str) -> list[str]:
+        """The lines of one name server's journal (from memory or its file)."""
+        if nameserver_id in self.journal_texts:
+            return self.journal_texts[nameserver_id].splitlines()
+        from ..journal import open_journal
+
+        with open_journal(self.journal_paths[nameserver_id]) as handle:
+            return handle.read().splitlines()
+
+    def read_journals(self) -> JournalReadResult:
+        """Every name server's journal, read and validated (`routing.journal.read_journals`)."""
+        if self.journal_texts:
+            return read_journals(text.splitlines() for text in self.journal_texts.values())
+        return read_journals(self.journal_paths.values())
+
+    def removals(self, broker_addr: str) -> Mapping[str, tuple[int, ...]]:
+        """When each name server removed ``broker_addr`` (ms), from ``changes``."""
+        out: dict[str, list[int]] = {ns: [] for ns in self.nameserver_ids}
+        for c in self.changes:
+            if any(r.broker_addr == broker_addr for r in c.change.removed):
+                out[c.nameserver_id].append(c.at_ms)
+        return FrozenMap({k: tuple(v) for k, v in out.items()})
+
+    def summary(self) -> SimSummary:
+        """Per fault: how long until each name server stopped routing to the broker it made
+        unreachable, and how long the name servers disagreed about each affected topic."""
+        from ._summary import summarize
+
+        return summarize(self)

@@ -1,0 +1,631 @@
+"""The discrete-event simulation: name servers, brokers and clients on one `ManualClock`.
+
+Everything that happens is an event in a heap keyed by (time ms, insertion number): a broker
+poll, a message delivery, a reply, a scan, a client poll, a fault. The loop pops the next
+event, sets the clock to its time and runs it; time jumps from event to event, never
+millisecond by millisecond. Every random choice comes from RNGs seeded from
+``SimConfig.seed`` and every collection is walked in a fixed order, so the same seed gives
+byte-identical journals.
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .._clock import ManualClock
+from .._frozen import FrozenMap
+from .._manager import RouteInfoManager
+from .._messages import RegisterResult, RouteChange, VersionAnswer
+from .._values import TopicConfig, TopicRouteData
+from ..heartbeat import (
+    Action,
+    BrokerConfig,
+    BrokerHeartbeat,
+    SendHeartbeat,
+    SendRegistration,
+    SendUnregister,
+    SendVersionQuery,
+)
+from ..journal import JournalRecorder, JournalSink, open_journal
+from ._faults import (
+    Crash,
+    CrashMode,
+    DegradedLink,
+    Failover,
+    Fault,
+    NameServerRestart,
+    Partition,
+    SimConfig,
+    TopicCreate,
+    TopicDelete,
+    plan_faults,
+)
+from ._model import FaultRecord, NsChange, SimResult, SimStats
+from ._nodes import Client, Group, NameServer, Proc
+
+__all__ = ["Progress", "simulate"]
+
+#: ``progress(now_ms, end_ms)``, called about every simulated minute.
+Progress = Callable[[int, int], None]
+
+_QUEUES = 8
+_FAILED = object()  # a reply payload: the request failed (name server down)
+
+
+class Simulation:
+    """One run. Build it, then call `run` once. Use `simulate` unless you need the parts."""
+
+    def __init__(self, config: SimConfig, *, out_dir: Path | None = None,
+                 gzip: bool = False, progress: Progress | None = None,
+                 sink_factory: Callable[[str], JournalSink] | None = None) -> None:
+        self.config = config
+        self.clock = ManualClock(start_ms=0)
+        self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
+        self._seq = 0
+        self._net = random.Random(f"{config.seed}:net")
+        self._chaos = random.Random(f"{config.seed}:fault-exec")
+        self._lat_min = config.latency_min_ms
+        self._lat_rate = 1.0 / config.latency_mean_ms if config.latency_mean_ms > 0 else 0.0
+        self._progress = progress
+        self._events = self._messages = self._lost = 0
+        self._channels = 0
+        self._partitions: dict[tuple[str, int], int] = {}
+        self._changes: list[NsChange] = []
+        self._timeline: dict[str, list[list[tuple[int, TopicRouteData | None]]]] = {}
+        self._serving: list[list[tuple[int, bool]]] = [[] for _ in range(config.nameservers)]
+        self._faults: list[FaultRecord] = []
+        self._new_topics = 0
+        self._paths: dict[str, Path] = {}
+        self._ns: list[NameServer] = []
+        for i in range(config.nameservers):
+            if sink_factory is not None:
+                self._ns.append(NameServer(i, sink_factory(f"ns-{i}")))
+            elif out_dir is not None:
+                path = out_dir / f"ns-{i}.jsonl{'.gz' if gzip else ''}"
+                self._paths[f"ns-{i}"] = path
+                self._ns.append(NameServer(i, open_journal(path, "w")))
+            else:
+                self._ns.append(NameServer(i, io.StringIO()))
+        self._ns_by_addr = {ns.addr: ns for ns in self._ns}
+        self._groups: list[Group] = []
+        self._clients: list[Client] = []
+        self._build(random.Random(f"{config.seed}:setup"))
+
+    # ------------------------------------------------------------------ set-up
+
+    def _build(self, rng: random.Random) -> None:
+        cfg = self.config
+        width = max(3, len(str(cfg.groups - 1)))
+        for g in range(cfg.groups):
+            group = Group(g, f"broker-{g:0{width}d}")
+            for name in (cfg.cluster, group.name):
+                group.topics[name] = TopicConfig(topic_name=name, read_queue_nums=_QUEUES,
+                                                 write_queue_nums=_QUEUES)
+            for i in range(cfg.slaves + 1):
+                host = f"10.{1 + g // 250}.{g % 250}.{i + 1}"
+                group.procs.append(Proc(group, i, f"{host}:10911", f"{host}:10912"))
+            self._groups.append(group)
+        business = cfg.groups * cfg.topics_per_group // cfg.groups_per_topic
+        per = min(cfg.groups_per_topic, cfg.groups)
+        names = [f"Topic-{i:04d}" for i in range(business)]
+        for name in names:
+            for g in sorted(rng.sample(range(cfg.groups), per)):
+                self._groups[g].topics[name] = TopicConfig(
+                    topic_name=name, read_queue_nums=_QUEUES, write_queue_nums=_QUEUES)
+        for ns in self._ns:
+            ns.scan_phase = rng.randint(1, cfg.scan_interval_ms)
+            self._push(0, self._ns_start, ns)
+        for group in self._groups:
+            for proc in group.procs:
+                self._push(rng.randrange(0, 5_000), self._proc_start, proc)
+        pool = names or [g.name for g in self._groups]
+        for c in range(cfg.clients):
+            topics = tuple(sorted(rng.sample(pool, min(cfg.client_topics, len(pool)))))
+            client = Client(c, c % cfg.nameservers, topics)
+            self._clients.append(client)
+            self._push(rng.randrange(0, cfg.client_poll_ms), self._client_poll, client)
+        for fault in plan_faults(cfg):
+            self._push(fault.at_ms, self._fault, fault)
+
+    def _push(self, at: int, fn: Callable[[Any], None], arg: Any) -> None:
+        heapq.heappush(self._heap, (at, self._seq, fn, arg))
+        self._seq += 1
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> SimResult:
+        """Process every event up to ``duration_ms``; return the result. Cost: O(events ·
+        log(queue)) plus the managers' work."""
+        started = time.perf_counter()
+        end = self.config.duration_ms
+        heap, pop, clock = self._heap, heapq.heappop, self.clock
+        step = 60_000
+        next_report = step
+        events = 0
+        while heap and heap[0][0] <= end:
+            at, _, fn, arg = pop(heap)
+            if at > clock.now_ms():
+                clock.set(at)
+            fn(arg)
+            events += 1
+            if self._progress is not None and at >= next_report:
+                self._progress(at, end)
+                next_report = at - at % step + step
+        if clock.now_ms() < end:
+            clock.set(end)
+        self._events = events
+        if self._progress is not None:
+            self._progress(end, end)
+        return self._result(time.perf_counter() - started)
+
+    # ------------------------------------------------------------------ name servers
+
+    def _ns_start(self, ns: NameServer) -> None:
+        now = self.clock.now_ms()
+        cfg = self.config
+        manager = RouteInfoManager(clock=self.clock, config=cfg.routing,
+                                   listener=lambda change: self._on_change(ns, change))
+        if ns.recorder is None:
+            ns.recorder = JournalRecorder(manager, ns.sink, nameserver_id=ns.id)
+        else:
+            ns.recorder.restart(manager)
+        ns.manager = manager
+        ns.up = True
+        ns.incarnation += 1
+        ns.ready_at = now + (cfg.routing.wait_for_service_ms or 0)
+        self._push(now + ns.scan_phase, self._scan, (ns, ns.incarnation))
+        self._push(ns.ready_at, self._ns_ready, (ns, ns.incarnation))
+
+    def _ns_ready(self, arg: tuple[NameServer, int]) -> None:
+        ns, incarnation = arg
+        if ns.incarnation != incarnation or not ns.up or ns.manager is None:
+            return
+        now = self.clock.now_ms()
+        self._serving[ns.index].append((now, True))
+        for topic in sorted(self._timeline):
+            self._note_route(ns, topic, now)
+
+    def _ns_stop(self, ns: NameServer) -> None:
+        ns.up = False
+        ns.incarnation += 1
+        self._serving[ns.index].append((self.clock.now_ms(), False))
+
+    def _scan(self, arg: tuple[NameServer, int]) -> None:
+        ns, incarnation = arg
+        if ns.incarnation != incarnation or ns.recorder is None:
+            return
+        ns.recorder.scan_expired()
+        self._push(self.clock.now_ms() + self.config.scan_interval_ms, self._scan, arg)
+
+    def _on_change(self, ns: NameServer, change: RouteChange) -> None:
+        if not change.changed_topics and not change.removed:
+            return
+        self._changes.append(NsChange(nameserver_id=ns.id, change=change))
+        if not change.changed_topics:
+            return
+        if change.at_ms >= ns.ready_at:
+            for topic in sorted(change.changed_topics):
+                self._note_route(ns, topic, change.at_ms)
+        else:  # not serving yet: `_ns_ready` reads every known topic when the gate opens
+            for topic in change.changed_topics:
+                if topic not in self._timeline:
+                    self._timeline[topic] = [[] for _ in self._ns]
+
+    def _note_route(self, ns: NameServer, topic: str, at: int) -> None:
+        assert ns.manager is not None
+        route = ns.manager.pickup_route(topic)
+        lines = self._timeline.get(topic)
+        if lines is None:
+            lines = self._timeline[topic] = [[] for _ in self._ns]
+        line = lines[ns.index]
+        if not line or line[-1][1] != route:
+            line.append((at, route))
+
+    # ------------------------------------------------------------------ network
+
+    def _transmit(self, proc: Proc, ns_index: int) -> int | None:
+        """Latency (ms) of one message between a broker and a name server; None if lost."""
+        self._messages += 1
+        if self._partitions and (proc.addr, ns_index) in self._partitions:
+            self._lost += 1
+            return None
+        loss, extra = self.config.loss_rate, 0
+        if proc.degraded is not None:
+            loss = 1.0 - (1.0 - loss) * (1.0 - proc.degraded[0])
+            extra = proc.degraded[1]
+        net = self._net
+        if loss and net.random() < loss:
+            self._lost += 1
+            return None
+        jitter = int(net.expovariate(self._lat_rate)) if self._lat_rate else 0
+        return self._lat_min + jitter + extra
+
+    def _send(self, proc: Proc, action: Action) -> None:
+        if isinstance(action, SendRegistration | SendVersionQuery | SendHeartbeat |
+                      SendUnregister):
+            ns = self._ns_by_addr[action.name_server]
+            latency = self._transmit(proc, ns.index)
+            if latency is None:
+                return
+            at = self.clock.now_ms() + latency
+            if not ns.up:
+                if isinstance(action, SendRegistration | SendVersionQuery) and not action.oneway:
+                    self._push(at, self._on_reply,
+                               (proc, proc.hb, ns.addr, action.request_id, _FAILED))
+                return
+            self._push(at, self._deliver, (proc, proc.hb, proc.channel, ns, ns.incarnation,
+                                           action))
+        # UpdateMasterAddress: the slave's master address; nothing to simulate.
+
+    def _perform(self, proc: Proc, actions: tuple[Action, ...]) -> None:
+        for action in actions:
+            self._send(proc, action)
+        self._schedule_poll(proc)
+
+    def _deliver(self, msg: tuple[Proc, BrokerHeartbeat | None, int, NameServer, int, Action]
+                 ) -> None:
+        proc, hb, channel, ns, incarnation, action = msg
+        rec = ns.recorder
+        expects = (isinstance(action, SendRegistration | SendVersionQuery)
+                   and not action.oneway)
+        if ns.incarnation != incarnation or not ns.up or rec is None:
+            if expects:  # the connection died with the name server
+                assert isinstance(action, SendRegistration | SendVersionQuery)
+                self._reply(proc, hb, ns, action.request_id, _FAILED)
+            return
+        if self._partitions and (proc.addr, ns.index) in self._partitions:
+            return  # cut while in flight
+        if isinstance(action, SendRegistration):
+            reg = action.registration
+            if proc.reg_src is not reg or proc.reg_out is None or \
+                    proc.reg_out.channel != channel:
+                proc.reg_src, proc.reg_out = reg, attrs.evolve(reg, channel=channel)
+            result: RegisterResult | VersionAnswer = rec.register(proc.reg_out)
+        elif isinstance(action, SendVersionQuery):
+            result = rec.query_data_version(cluster=action.cluster,
+                                            broker_addr=action.broker_addr,
+                                            data_version=action.data_version)
+        elif isinstance(action, SendHeartbeat):
+            rec.heartbeat(cluster=action.cluster, broker_addr=action.broker_addr)
+            return
+        else:
+            assert isinstance(action, SendUnregister)
+            rec.unregister(cluster=action.cluster, broker_addr=action.broker_addr,
+                           broker_name=action.broker_name, broker_id=action.broker_id)
+            return
+        if expects:
+            self._reply(proc, hb, ns, action.request_id, result)
+
+    def _reply(self, proc: Proc, hb: BrokerHeartbeat | None, ns: NameServer, request_id: int,
+               payload: object) -> None:
+        latency = self._transmit(proc, ns.index)
+        if latency is not None:
+            self._push(self.clock.now_ms() + latency, self._on_reply,
+                       (proc, hb, ns.addr, request_id, payload))
+
+    def _on_reply(self, msg: tuple[Proc, BrokerHeartbeat | None, str, int, object]) -> None:
+        proc, hb, ns_addr, request_id, payload = msg
+        if hb is None or proc.hb is not hb or not proc.alive:
+            return
+        now = self.clock.now_ms()
+        if isinstance(payload, RegisterResult):
+            actions = hb.on_register_reply(ns_addr, request_id, payload, now_ms=now)
+        elif isinstance(payload, VersionAnswer):
+            actions = hb.on_version_reply(ns_addr, request_id, payload, now_ms=now)
+        else:
+            actions = hb.on_failure(ns_addr, request_id, now_ms=now)
+        self._perform(proc, actions)
+
+    def _close(self, arg: tuple[NameServer, int, int]) -> None:
+        ns, incarnation, channel = arg
+        if ns.incarnation == incarnation and ns.up and ns.recorder is not None:
+            ns.recorder.on_channel_closed(channel)
+
+    # ------------------------------------------------------------------ brokers
+
+    def _proc_start(self, proc: Proc) -> None:
+        now = self.clock.now_ms()
+        cfg = self.config
+        self._channels += 1
+        proc.channel = self._channels
+        proc.alive = True
+        proc.poll_at = None
+        proc.hb = BrokerHeartbeat(
+            BrokerConfig(cluster=cfg.cluster, broker_name=proc.group.name,
+                         broker_id=proc.broker_id, broker_addr=proc.addr,
+                         ha_server_addr=proc.ha_addr,
+                         name_servers=tuple(ns.addr for ns in self._ns),
+                         register_period_ms=cfg.register_period_ms,
+                         enable_slave_acting_master=cfg.acting_master),
+            clock=self.clock, topics=proc.group.topics.values(), data_version=proc.version)
+        self._perform(proc, proc.hb.start(now))
+
+    def _proc_stop(self, proc: Proc, mode: CrashMode) -> None:
+        hb = proc.hb
+        assert hb is not None
+        now = self.clock.now_ms()
+        if mode == "clean":
+            for action in hb.shutdown(now):
+                self._send(proc, action)
+        proc.version = hb.data_version
+        if mode != "halt":
+            for ns in self._ns:  # the connections close after any unregister
+                latency = self._transmit(proc, ns.index)
+                if latency is not None and ns.up:
+                    self._push(now + latency + 1, self._close,
+                               (ns, ns.incarnation, proc.channel))
+        proc.alive = False
+        proc.hb = None
+        proc.poll_at = None
+
+    def _schedule_poll(self, proc: Proc) -> None:
+        hb = proc.hb
+        if hb is None:
+            return
+        due = hb.next_deadline_ms()
+        if due is None or (proc.poll_at is not None and proc.poll_at <= due):
+            return
+        due = max(due, self.clock.now_ms())
+        proc.poll_at = due
+        self._push(due, self._poll, (proc, hb))
+
+    def _poll(self, arg: tuple[Proc, BrokerHeartbeat]) -> None:
+        proc, hb = arg
+        now = self.clock.now_ms()
+        if proc.hb is not hb or proc.poll_at != now:
+            return
+        proc.poll_at = None
+        self._perform(proc, hb.poll(now))
+
+    # ------------------------------------------------------------------ clients
+
+    def _client_poll(self, client: Client) -> None:
+        now = self.clock.now_ms()
+        count = len(self._ns)
+        for k in range(count):  # the preferred name server, else the next that answers
+            ns = self._ns[(client.ns + k) % count]
+            if ns.up and ns.manager is not None and now >= ns.ready_at:
+                client.ns = ns.index
+                addrs: set[str] = set()
+                for topic in client.topics:
+                    route = ns.manager.pickup_route(topic)
+                    if route is not None:
+                        for data in route.broker_datas:
+                            addrs.update(data.broker_addrs.values())
+                view = frozenset(addrs)
+                if not client.view or client.view[-1][1] != view:
+                    client.view.append((now, view))
+                break
+        self._push(now + self.config.client_poll_ms, self._client_poll, client)
+
+    # ------------------------------------------------------------------ faults
+
+    def _fault(self, fault: Fault) -> None:
+        index = len(self._faults)
+        now = self.clock.now_ms()
+        all_ns = tuple(ns.id for ns in self._ns)
+        base: dict[str, Any] = {"index": index, "fault": fault, "start_ms": now,
+                                "end_ms": None}
+        if isinstance(fault, NameServerRestart):
+            if fault.nameserver >= len(self._ns) or not self._ns[fault.nameserver].up:
+                self._faults.append(FaultRecord(**base, skipped="no such name server up"))
+                return
+            ns = self._ns[fault.nameserver]
+            self._ns_stop(ns)
+            self._push(now + fault.down_ms, self._ns_start, ns)
+            self._faults.append(FaultRecord(
+                **{**base, "end_ms": now + fault.down_ms}, nameservers=(ns.id,),
+                topics=tuple(sorted(self._timeline))))
+            return
+        if fault.group >= len(self._groups):
+            self._faults.append(FaultRecord(**base, skipped="no such group"))
+            return
+        group = self._groups[fault.group]
+        topics = tuple(sorted(group.topics))
+        if isinstance(fault, Crash | Partition | DegradedLink | Failover):
+            base["group"] = group.name
+        if isinstance(fault, Crash | Partition | DegradedLink):
+            proc = group.member(fault.broker_id)
+            if proc is None:
+                self._faults.append(FaultRecord(
+                    **base, skipped=f"no live broker id {fault.broker_id}"))
+                return
+            if isinstance(fault, Crash):
+                self._proc_stop(proc, fault.mode)
+                end = None
+                if fault.restart_after_ms is not None:
+                    end = now + fault.restart_after_ms
+                    self._push(end, self._proc_start, proc)
+                self._faults.append(FaultRecord(
+                    **{**base, "end_ms": end}, target_addrs=(proc.addr,), nameservers=all_ns,
+                    topics=topics))
+            elif isinstance(fault, Partition):
+                cut = tuple(i for i in fault.nameservers if i < len(self._ns))
+                for i in cut:
+                    key = (proc.addr, i)
+                    self._partitions[key] = self._partitions.get(key, 0) + 1
+                self._push(now + fault.duration_ms, self._heal, (proc.addr, cut))
+                self._faults.append(FaultRecord(
+                    **{**base, "end_ms": now + fault.duration_ms}, target_addrs=(proc.addr,),
+                    nameservers=tuple(self._ns[i].id for i in cut), topics=topics))
+            else:
+                proc.degraded = (fault.loss_rate, fault.extra_latency_ms)
+                self._push(now + fault.duration_ms, self._repair, proc)
+                self._faults.append(FaultRecord(
+                    **{**base, "end_ms": now + fault.duration_ms}, target_addrs=(proc.addr,),
+                    nameservers=all_ns, topics=topics))
+        elif isinstance(fault, Failover):
+            self._failover(fault, group, base, all_ns, topics)
+        elif isinstance(fault, TopicCreate):
+            self._new_topics += 1
+            name = fault.topic or f"New-{self._new_topics:04d}"
+            self._topic_change(group, add=TopicConfig(
+                topic_name=name, read_queue_nums=_QUEUES, write_queue_nums=_QUEUES))
+            self._faults.append(FaultRecord(**{**base, "end_ms": now}, topics=(name,),
+                                            nameservers=all_ns, note=name))
+        else:
+            self._topic_delete(fault, group, base, all_ns)
+
+    def _failover(self, fault: Failover, group: Group, base: dict[str, Any],
+                  all_ns: tuple[str, ...], topics: tuple[str, ...]) -> None:
+        now = self.clock.now_ms()
+        master = group.member(0)
+        slaves = sorted((p for p in group.procs if p.alive and p.broker_id > 0),
+                        key=lambda p: p.broker_id)
+        if master is None or not slaves:
+            self._faults.append(FaultRecord(**base, skipped="needs a live master and slave"))
+            return
+        slave = slaves[0]
+        self._proc_stop(master, "halt")
+        self._push(now + fault.promote_after_ms, self._promote, (master, slave))
+        end = None
+        if fault.restart_old_after_ms is not None:
+            end = now + fault.restart_old_after_ms
+            self._push(end, self._proc_start, master)
+        self._faults.append(FaultRecord(
+            **{**base, "end_ms": end}, target_addrs=(master.addr,), nameservers=all_ns,
+            topics=topics, note=f"promotes {slave.addr} (id {slave.broker_id}) at "
+                                f"+{fault.promote_after_ms / 1000:g} s"))
+
+    def _promote(self, arg: tuple[Proc, Proc]) -> None:
+        """The slave becomes id 0 with a new epoch; the old master will return as a slave."""
+        master, slave = arg
+        old = slave.hb
+        if old is None or not slave.alive:
+            return
+        now = self.clock.now_ms()
+        version = old.data_version
+        master.broker_id, slave.broker_id = slave.broker_id, 0
+        slave.poll_at = None
+        slave.hb = BrokerHeartbeat(
+            attrs.evolve(old.config, broker_id=0), clock=self.clock,
+            topics=slave.group.topics.values(),
+            data_version=version.next(now, state_version=version.state_version + 1))
+        self._perform(slave, slave.hb.start(now))
+
+    def _heal(self, arg: tuple[str, tuple[int, ...]]) -> None:
+        addr, cut = arg
+        for i in cut:
+            key = (addr, i)
+            left = self._partitions[key] - 1
+            if left:
+                self._partitions[key] = left
+            else:
+                del self._partitions[key]
+
+    def _repair(self, proc: Proc) -> None:
+        proc.degraded = None
+
+    def _topic_change(self, group: Group, *, add: TopicConfig | None = None,
+                      remove: str | None = None) -> None:
+        """Change the group's table on every live member; the master registers at once."""
+        now = self.clock.now_ms()
+        if add is not None:
+            group.topics[add.topic_name] = add
+        if remove is not None:
+            group.topics.pop(remove, None)
+        for proc in group.procs:
+            hb = proc.hb
+            if hb is None or not proc.alive:
+                continue
+            if add is not None:
+                hb.update_topics([add], now)
+            if remove is not None:
+                hb.delete_topics([remove], now)
+            if proc.broker_id == 0:
+                self._perform(proc, hb.register_now(now, force=True))
+
+    def _topic_delete(self, fault: TopicDelete, group: Group, base: dict[str, Any],
+                      all_ns: tuple[str, ...]) -> None:
+        now = self.clock.now_ms()
+        reserved = {self.config.cluster, group.name}
+        choices = sorted(t for t in group.topics if t not in reserved)
+        topic = fault.topic or (self._chaos.choice(choices) if choices else None)
+        if topic is None:
+            self._faults.append(FaultRecord(**base, skipped="the group has no topic to delete"))
+            return
+        for other in self._groups:
+            if topic in other.topics:
+                self._topic_change(other, remove=topic)
+        self._push(now + fault.admin_delay_ms, self._admin_delete, topic)
+        self._faults.append(FaultRecord(**{**base, "end_ms": now}, topics=(topic,),
+                                        nameservers=all_ns, note=topic))
+
+    def _admin_delete(self, topic: str) -> None:
+        """The admin tool's DELETE_TOPIC_IN_NAMESRV to every name server (lossy, not cut by
+        broker partitions)."""
+        now = self.clock.now_ms()
+        for ns in self._ns:
+            if not ns.up:
+                continue
+            self._messages += 1
+            if self.config.loss_rate and self._net.random() < self.config.loss_rate:
+                self._lost += 1
+                continue
+            self._push(now + self._lat_min, self._admin_apply, (ns, ns.incarnation, topic))
+
+    def _admin_apply(self, arg: tuple[NameServer, int, str]) -> None:
+        ns, incarnation, topic = arg
+        if ns.incarnation == incarnation and ns.up and ns.recorder is not None:
+            ns.recorder.delete_topic(topic, self.config.cluster)
+
+    # ------------------------------------------------------------------ result
+
+    def _result(self, wall_s: float) -> SimResult:
+        texts: dict[str, str] = {}
+        for ns in self._ns:
+            if isinstance(ns.sink, io.StringIO):
+                texts[ns.id] = ns.sink.getvalue()
+            elif ns.id in self._paths:
+                close = getattr(ns.sink, "close", None)
+                if close is not None:
+                    close()
+        for index, line in enumerate(self._serving):
+            if not line or line[0][0] > 0:
+                line.insert(0, (0, False))
+            self._serving[index] = line
+        return SimResult(
+            config=self.config, end_ms=self.config.duration_ms,
+            nameserver_ids=tuple(ns.id for ns in self._ns),
+            group_names=tuple(g.name for g in self._groups), faults=tuple(self._faults),
+            managers=FrozenMap({ns.id: ns.manager for ns in self._ns if ns.manager}),
+            changes=tuple(self._changes),
+            route_timeline=FrozenMap({
+                topic: FrozenMap({ns.id: tuple(lines[ns.index]) for ns in self._ns})
+                for topic, lines in sorted(self._timeline.items())}),
+            serving=FrozenMap({ns.id: tuple(self._serving[ns.index]) for ns in self._ns}),
+            client_views=tuple(tuple(c.view) for c in self._clients),
+            stats=SimStats(events=self._events, messages=self._messages, lost=self._lost,
+                           journal_lines=FrozenMap({
+                               ns.id: ns.recorder.seq + 1 if ns.recorder else 0
+                               for ns in self._ns}),
+                           wall_s=wall_s),
+            journal_texts=FrozenMap(texts), journal_paths=FrozenMap(self._paths))
+
+
+def simulate(config: SimConfig | None = None, *, out_dir: str | Path | None = None,
+             gzip: bool = False, progress: Progress | None = None,
+             sink_factory: Callable[[str], JournalSink] | None = None) -> SimResult:
+    """Run one deterministic simulation (`SimConfig` defaults when None).
+
+    Journals go to ``out_dir/ns-<i>.jsonl`` (``.jsonl.gz`` with ``gzip``) when ``out_dir``
+    is given, else they are kept in memory (`SimResult.journal_texts`), unless
+    ``sink_factory(ns_id)`` supplies the sinks (then the caller owns them). ``progress(now_ms,
+    end_ms)`` is called about once per simulated minute. The same config always gives
+    byte-identical journals. Cost: proportional to the number of events, about
+    ``brokers · (1 + 2 · nameservers) · duration / register_period`` plus scans and polls.
+    """
+    directory = None
+    if out_dir is not None:
+        directory = Path(out_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+    return Simulation(config or SimConfig(), out_dir=directory, gzip=gzip,
+                      progress=progress, sink_factory=sink_factory).run()
