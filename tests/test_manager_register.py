@@ -280,3 +280,18 @@ def test_listener_sees_registration_and_changed_topics(clock):
     assert first.changed_topics == {"T1", "T2"} and first.registered[0].first
     assert second.changed_topics == frozenset() and not second.registered[0].first
     assert first.at_ms == 1_000 and first.operation == "register"
+
+
+def test_full_registration_after_partial_one_deletes_by_omission(clock):
+    """Found by RouteStateMachine: the O(1) unchanged-table path must not skip the omission
+    step after a partial application of the same table and version."""
+    mgr = r.RouteInfoManager(clock=clock, config=r.RoutingConfig(
+        delete_topic_with_broker_registration=True))
+    assert mgr.register(reg("b", 0, "h:1", topic_names=("A", "B"))).accepted
+    v2 = r.DataVersion(counter=2)
+    assert mgr.register(reg("b", 0, "h:1", topic_names=("A", "C"), version=v2,
+                            partial=True)).accepted
+    assert mgr.all_topics() == ("A", "B", "C")  # D12: a partial registration deletes nothing
+    assert mgr.register(reg("b", 0, "h:1", topic_names=("A", "C"), version=v2)).accepted
+    assert mgr.all_topics() == ("A", "C")
+    mgr.check_invariants()

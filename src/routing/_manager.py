@@ -206,6 +206,7 @@ class RouteInfoManager:
                     ha_server_addr=reg.ha_server_addr, generation=self._generation)
         if applied is not None:
             live.applied_topics, live.applied_epoch = applied, group.rows_epoch
+            live.applied_partial = reg.partial
         st.put_live(live)
         if reg.filter_servers is not None:
             st.set_filter_servers(key, reg.filter_servers)
@@ -232,9 +233,12 @@ class RouteInfoManager:
     def _unchanged_table(old_live: Live | None, reg: Registration, group: Group,
                          register_first: bool, version_changed: bool) -> bool:
         """True when re-applying ``reg.topics`` would change nothing: same version, same
-        table as this live entry last applied in full, and no row of the group changed
-        since. O(1) for the same table object, else one C-level dict comparison."""
+        table as this live entry last applied, no row of the group changed since, and not
+        a full registration after a partial one (which deleted nothing by omission). O(1)
+        for the same table object, else one C-level dict comparison."""
         if register_first or version_changed or old_live is None:
+            return False
+        if old_live.applied_partial and not reg.partial:
             return False
         applied = old_live.applied_topics
         return (applied is not None and old_live.applied_epoch == group.rows_epoch

@@ -59,7 +59,7 @@ class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
-    __slots__ = ("applied_epoch", "applied_topics", "broker_id", "broker_name", "channel",
+    __slots__ = ("applied_epoch", "applied_partial", "applied_topics", "broker_id", "broker_name", "channel",
                  "data_version", "generation", "ha_server_addr", "key", "last_update",
                  "timeout")
 
@@ -79,6 +79,8 @@ class Live:
         #: right after; None when it never wrote topics (a slave).
         self.applied_topics: FrozenMap[str, TopicConfig] | None = None
         self.applied_epoch = -1
+        #: Whether that application was partial (D12): it then deleted nothing by omission.
+        self.applied_partial = False
 
 
 class State:
