@@ -1,0 +1,749 @@
+"""`FakeNameServer`: a `RouteInfoManager` plus a manual clock, driven by fake brokers.
+
+The fake owns the state (like fakeredis's ``FakeServer``); `FakeBroker` handles are thin and
+act the way real brokers do: a full registration at start and every 30 000 ms, a version
+bump and an incremental registration when a topic is created, an unregister on shutdown,
+silence when they crash, and a channel close when their connection drops. Time moves only
+through the clock; scans and periodic registrations run at the exact instants they are due.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal, TypeVar
+
+import attrs
+
+from .._clock import ManualClock
+from .._errors import RoutingError
+from .._manager import RouteInfoManager
+from .._messages import (
+    ExpiredBroker,
+    RegisterResult,
+    Registration,
+    RouteChange,
+    RoutingConfig,
+)
+from .._validate import MAX_TOPIC_LENGTH, TOPIC_PATTERN
+from .._values import DataVersion, Perm, TopicConfig, TopicRouteData
+from ._render import route_lines, side_by_side
+
+__all__ = [
+    "BrokerState",
+    "FakeBroker",
+    "FakeChannel",
+    "FakeClock",
+    "FakeEvent",
+    "FakeNameServer",
+    "NameServerUnavailable",
+]
+
+#: A real broker's full-registration period (``registerNameServerPeriod``), in ms.
+DEFAULT_REGISTER_INTERVAL_MS = 30_000
+
+_T = TypeVar("_T")
+
+BrokerState = Literal["new", "online", "quiet", "offline"]
+
+
+class NameServerUnavailable(RoutingError, ConnectionError):
+    """The fake name server was stopped with `FakeNameServer.stop`: requests fail."""
+
+
+@attrs.frozen(kw_only=True)
+class FakeEvent:
+    """One line of a fake name server's event log.
+
+    ``kind`` is one of ``register``, ``rejected``, ``heartbeat``, ``unregister``,
+    ``expired``, ``channel_closed``, ``route_changed``, ``topic_created``,
+    ``topic_updated``, ``topic_deleted``, ``quiet``, ``admin``, ``stopped``, ``started``,
+    ``unavailable``. ``broker`` is the broker address involved, if any.
+    """
+
+    at_ms: int
+    kind: str
+    detail: str
+    broker: str | None = None
+
+    def __str__(self) -> str:
+        who = f" [{self.broker}]" if self.broker else ""
+        return f"{self.at_ms:>9} ms  {self.kind:<14}{who} {self.detail}"
+
+
+@attrs.frozen(kw_only=True)
+class FakeChannel:
+    """The connection handle a fake broker registers with (any hashable works; this one
+    prints well). A reconnect gets a new ``serial``."""
+
+    nameserver: str
+    broker_addr: str
+    serial: int
+
+    def __repr__(self) -> str:
+        return f"<channel {self.broker_addr}->{self.nameserver} #{self.serial}>"
+
+
+# --------------------------------------------------------------------------- clock
+
+
+class FakeClock(ManualClock):
+    """A `ManualClock` that runs the scheduled work of the fake name servers using it.
+
+    ``advance``/``set`` stop at every instant where a scan or a periodic registration is
+    due, run it with the clock reading exactly that instant, and go on. So time may be
+    moved by the test, by code under test, or by any fake sharing the clock, and the
+    fakes still behave as if their schedulers had fired on time. At one instant,
+    registrations run before scans, name server by name server in creation order.
+    """
+
+    def __init__(self, start_ms: int = 0) -> None:
+        super().__init__(start_ms)
+        self._servers: list[weakref.ref[FakeNameServer]] = []
+        self._stepping = False
+
+    def _attach(self, server: FakeNameServer) -> None:
+        self._servers.append(weakref.ref(server))
+
+    def _attached(self) -> list[FakeNameServer]:
+        alive = [s for ref in self._servers if (s := ref()) is not None]
+        if len(alive) != len(self._servers):
+            self._servers = [weakref.ref(s) for s in alive]
+        return alive
+
+    def advance(self, ms: int) -> int:
+        """Move forward ``ms`` (>= 0) milliseconds, running due work; return the new time."""
+        if not isinstance(ms, int) or isinstance(ms, bool):
+            raise TypeError(f"ms must be an int (milliseconds), got {ms!r}")
+        if ms < 0:
+            raise ValueError(f"ManualClock cannot go backwards: advance({ms})")
+        return self.set(self.now_ms() + ms)
+
+    def set(self, ms: int) -> int:
+        """Jump to instant ``ms`` (not earlier than now), running due work on the way."""
+        if not isinstance(ms, int) or isinstance(ms, bool):
+            raise TypeError(f"ms must be an int (milliseconds), got {ms!r}")
+        if ms < self.now_ms():
+            raise ValueError(f"ManualClock cannot go backwards: set({ms}) but now_ms is "
+                             f"{self.now_ms()}")
+        if self._stepping:
+            raise RuntimeError("the clock was moved from inside a scheduled step "
+                               "(a listener or wrapper must not move time)")
+        _run_until(self, self._attached(), ms)
+        return ms
+
+    def _jump(self, ms: int) -> None:
+        super().set(ms)
+
+    def __repr__(self) -> str:
+        return f"FakeClock(now_ms={self.now_ms()})"
+
+
+def _run_until(clock: ManualClock, servers: Sequence[FakeNameServer], target_ms: int) -> None:
+    """Step ``clock`` to ``target_ms`` through every due instant of ``servers``."""
+    jump = clock._jump if isinstance(clock, FakeClock) else clock.set
+    while True:
+        due = [t for s in servers if (t := s._next_due_ms()) is not None and t <= target_ms]
+        if not due:
+            break
+        instant = max(min(due), clock.now_ms())
+        jump(instant)
+        if isinstance(clock, FakeClock):
+            clock._stepping = True
+        try:
+            for server in servers:
+                server._run_registrations_due(instant)
+            for server in servers:
+                server._run_scan_due(instant)
+        finally:
+            if isinstance(clock, FakeClock):
+                clock._stepping = False
+    jump(target_ms)
+
+
+# --------------------------------------------------------------------------- brokers
+
+
+def _system_topic(name: str) -> TopicConfig | None:
+    """Java's ``TopicConfigManager`` auto-creates a topic named after the broker and one
+    after the cluster: 1 read and 1 write queue, perm ``INHERIT|READ|WRITE`` (7). A name
+    that is not a valid topic name gets none."""
+    if not TOPIC_PATTERN.match(name) or len(name) > MAX_TOPIC_LENGTH:
+        return None
+    return TopicConfig(topic_name=name, read_queue_nums=1, write_queue_nums=1,
+                       perm=Perm.INHERIT | Perm.READ | Perm.WRITE)
+
+
+class FakeBroker:
+    """A broker talking to one `FakeNameServer`. Create it with `FakeNameServer.broker`.
+
+    States: ``new`` (never registered), ``online`` (registers every 30 000 ms when the
+    server's automatic registration is on), ``quiet`` (crashed or hung: sends nothing, its
+    connection stays open), ``offline`` (shut down or disconnected).
+    """
+
+    def __init__(self, server: FakeNameServer, *, cluster: str, name: str, broker_id: int,
+                 addr: str, ha_server_addr: str | None, zone_name: str | None,
+                 heartbeat_timeout_ms: int | None, enable_acting_master: bool | None,
+                 topics: Mapping[str, TopicConfig], auto_register: bool) -> None:
+        self.server = server
+        self.cluster = cluster
+        self.name = name
+        self.broker_id = broker_id
+        self.addr = addr
+        self.ha_server_addr = ha_server_addr
+        self.zone_name = zone_name
+        self.heartbeat_timeout_ms = heartbeat_timeout_ms
+        self.enable_acting_master = enable_acting_master
+        #: Whether this broker re-registers on its own while online (see
+        #: `FakeNameServer` ``register_interval_ms``).
+        self.auto_register = auto_register
+        self._topics: dict[str, TopicConfig] = dict(topics)
+        self.data_version = DataVersion().next(server.clock.now_ms())
+        self.state: BrokerState = "new"
+        self.channel: FakeChannel | None = None
+        #: The generation of this broker's last accepted registration (D2), if any.
+        self.generation: int | None = None
+        #: The result of the last registration sent, accepted or not.
+        self.last_result: RegisterResult | None = None
+        self._next_register_ms: int | None = None
+
+    def __repr__(self) -> str:
+        return (f"<FakeBroker {self.cluster}/{self.name} id={self.broker_id} {self.addr} "
+                f"{self.state}>")
+
+    @property
+    def topics(self) -> Mapping[str, TopicConfig]:
+        """The broker's topic table (a copy), system topics included."""
+        return dict(self._topics)
+
+    @property
+    def is_live(self) -> bool:
+        """True when the name server has a live entry for this broker's address."""
+        return any(k.cluster == self.cluster and k.addr == self.addr
+                   for k in self.server.manager.live_brokers())
+
+    # ------------------------------------------------------------------ registration
+
+    def registration(self, *, topics: Mapping[str, TopicConfig] | None = None,
+                     partial: bool = False) -> Registration:
+        """The REGISTER_BROKER request this broker would send now."""
+        return Registration(
+            cluster=self.cluster, broker_name=self.name, broker_id=self.broker_id,
+            broker_addr=self.addr, ha_server_addr=self.ha_server_addr,
+            zone_name=self.zone_name, heartbeat_timeout_ms=self.heartbeat_timeout_ms,
+            enable_acting_master=self.enable_acting_master, data_version=self.data_version,
+            topics=self._topics if topics is None else topics, channel=self._ensure_channel(),
+            partial=partial)
+
+    def register(self) -> RegisterResult:
+        """Send a full registration now (what a broker does at start and every 30 s).
+
+        Brings a ``new``, ``quiet`` or ``offline`` broker back ``online`` (a new
+        connection if its last one was closed). Raises `NameServerUnavailable` if the
+        name server is stopped.
+        """
+        self.state = "online"
+        self._schedule(self.server.clock.now_ms())
+        return self.server._register(self, self.registration(), how="full")
+
+    def heartbeat(self) -> bool:
+        """Send a lightweight BROKER_HEARTBEAT (refreshes liveness only; False if the name
+        server does not know this broker)."""
+        ok = self.server._call(lambda m: m.heartbeat(cluster=self.cluster,
+                                                     broker_addr=self.addr))
+        self.server._log("heartbeat", "known" if ok else "unknown broker: ignored", self.addr)
+        return ok
+
+    def promote(self, broker_id: int = 0) -> RegisterResult:
+        """Re-register under ``broker_id`` (a slave becoming master keeps its address)."""
+        self.broker_id = broker_id
+        return self.register()
+
+    # ------------------------------------------------------------------ topics
+
+    def create_topic(self, topic: str, *, queues: int | None = None,
+                     read_queue_nums: int | None = None, write_queue_nums: int | None = None,
+                     perm: int = Perm.READ | Perm.WRITE, topic_sys_flag: int = 0
+                     ) -> TopicConfig:
+        """Create or update a topic on this broker, bump the data version and, when online,
+        send an incremental registration carrying only that topic (Java's
+        ``registerIncrementBrokerData``). ``queues`` sets both queue counts (default 16).
+        """
+        read = read_queue_nums if read_queue_nums is not None else (queues or 16)
+        write = write_queue_nums if write_queue_nums is not None else (queues or 16)
+        config = TopicConfig(topic_name=topic, read_queue_nums=read, write_queue_nums=write,
+                             perm=perm, topic_sys_flag=topic_sys_flag)
+        kind = "topic_updated" if topic in self._topics else "topic_created"
+        self._topics[topic] = config
+        self._bump()
+        self.server._log(kind, f"{topic} r{read}/w{write} {Perm.to_string(config.perm)} "
+                               f"(version counter {self.data_version.counter})", self.addr)
+        if self.state == "online":
+            self.server._register(self, self.registration(topics={topic: config},
+                                                          partial=True), how="increment")
+        return config
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete a topic on this broker: bump the data version and, when online, send a
+        full registration without it.
+
+        As in Java, the name server keeps the row unless
+        ``RoutingConfig.delete_topic_with_broker_registration`` is on; an operator removes
+        it with `FakeNameServer.delete_topic` (DELETE_TOPIC_IN_NAMESRV).
+        """
+        if self._topics.pop(topic, None) is None:
+            raise KeyError(f"{self.name} has no topic {topic!r}")
+        self._bump()
+        self.server._log("topic_deleted", f"{topic} (version counter "
+                                          f"{self.data_version.counter})", self.addr)
+        if self.state == "online":
+            self.server._register(self, self.registration(), how="full")
+
+    # ------------------------------------------------------------------ failures
+
+    def go_quiet(self) -> None:
+        """Crash or hang: send nothing from now on; the connection stays open, so only
+        expiry (``last_update + timeout < now`` at a scan) removes the broker."""
+        self.state = "quiet"
+        self._next_register_ms = None
+        self.server._log("quiet", "stopped sending", self.addr)
+
+    crash = go_quiet
+
+    def disconnect(self) -> tuple[ExpiredBroker, ...]:
+        """The connection drops: the name server removes every broker on the channel at
+        once (D6). The broker goes ``offline``; `register` reconnects it. Against a
+        stopped server this only takes the broker offline."""
+        channel, self.channel = self.channel, None
+        self.state = "offline"
+        self._next_register_ms = None
+        if channel is None:
+            return ()
+        return self.server._channel_closed(channel)
+
+    def shutdown(self) -> bool:
+        """Graceful stop: UNREGISTER_BROKER (fenced by this broker's generation, D2), then
+        close the connection. Returns whether the name server removed something."""
+        removed = False
+        if self.generation is not None:
+            removed = self.server._call(lambda m: m.unregister(
+                cluster=self.cluster, broker_addr=self.addr, broker_name=self.name,
+                broker_id=self.broker_id, generation=self.generation))
+            self.server._log("unregister", "removed" if removed else "nothing to remove",
+                             self.addr)
+        self.state = "offline"
+        self._next_register_ms = None
+        self.channel = None
+        return removed
+
+    # ------------------------------------------------------------------ internals
+
+    def _bump(self) -> None:
+        self.data_version = self.data_version.next(self.server.clock.now_ms(),
+                                                   self.data_version.state_version)
+
+    def _ensure_channel(self) -> FakeChannel:
+        if self.channel is None:
+            self.channel = FakeChannel(nameserver=self.server.name, broker_addr=self.addr,
+                                       serial=next(self.server._serials))
+        return self.channel
+
+    def _schedule(self, now_ms: int) -> None:
+        interval = self.server.register_interval_ms
+        self._next_register_ms = (now_ms + interval if interval is not None
+                                  and self.auto_register else None)
+
+
+# --------------------------------------------------------------------------- name server
+
+
+class FakeNameServer:
+    """A name server for tests: one `RouteInfoManager`, one clock, fake brokers.
+
+    >>> from routing.testing import FakeNameServer
+    >>> ns = FakeNameServer()
+    >>> a = ns.broker(name="broker-a", topics=["TopicTest"], queues=4)
+    >>> ns.assert_route("TopicTest", brokers=["broker-a"], writable_queues=4)
+    >>> a.go_quiet()
+    >>> ns.tick(120_000)          # last_update + 120 000 == now: not yet expired (strict)
+    120000
+    >>> ns.route("TopicTest") is not None
+    True
+    >>> ns.tick(5_000)            # the scan at 125 000 ms removes it
+    125000
+    >>> ns.assert_no_route("TopicTest")
+
+    ``clock`` defaults to a new `FakeClock` at ``start_ms``; pass another server's
+    ``clock`` to share time (several servers, one client). ``scan_interval_ms`` defaults to
+    ``config.scan_interval_ms`` (5 000 ms, Java); scans run at every multiple of it since
+    the server was created (fixed rate). ``register_interval_ms`` (default 30 000 ms;
+    None turns it off) is how often online brokers re-register by themselves.
+    ``auto_scan=False`` leaves scanning to `scan`.
+    """
+
+    _names = itertools.count(1)
+
+    def __init__(self, *, clock: ManualClock | None = None, config: RoutingConfig | None = None,
+                 start_ms: int = 0, scan_interval_ms: int | None = None,
+                 register_interval_ms: int | None = DEFAULT_REGISTER_INTERVAL_MS,
+                 auto_scan: bool = True, name: str | None = None) -> None:
+        if clock is not None and start_ms:
+            raise ValueError("pass either clock or start_ms, not both")
+        self.clock: ManualClock = clock if clock is not None else FakeClock(start_ms)
+        self.config = config if config is not None else RoutingConfig()
+        self.scan_interval_ms = (scan_interval_ms if scan_interval_ms is not None
+                                 else self.config.scan_interval_ms)
+        if self.scan_interval_ms <= 0:
+            raise ValueError(f"scan_interval_ms must be > 0, got {self.scan_interval_ms}")
+        if register_interval_ms is not None and register_interval_ms <= 0:
+            raise ValueError(f"register_interval_ms must be > 0 or None, got "
+                             f"{register_interval_ms}")
+        self.register_interval_ms = register_interval_ms
+        self.auto_scan = auto_scan
+        self.name = name if name is not None else f"namesrv-{next(self._names)}"
+        self._events: list[FakeEvent] = []
+        self._pending: list[FakeEvent] = []
+        self._brokers: list[FakeBroker] = []
+        self._serials = itertools.count(1)
+        self._hosts = itertools.count(1)
+        self.running = True
+        self.manager = self._new_manager()
+        self._origin_ms = self.clock.now_ms()
+        self._next_scan_ms = self._origin_ms + self.scan_interval_ms
+        if isinstance(self.clock, FakeClock):
+            self.clock._attach(self)
+
+    def __repr__(self) -> str:
+        return (f"<FakeNameServer {self.name} now={self.clock.now_ms()} ms "
+                f"brokers={len(self._brokers)} {'running' if self.running else 'stopped'}>")
+
+    def _new_manager(self) -> RouteInfoManager:
+        return RouteInfoManager(clock=self.clock, config=self.config, listener=self._on_change)
+
+    # ------------------------------------------------------------------ brokers
+
+    def broker(self, *, cluster: str = "DefaultCluster", name: str = "broker-a",
+               broker_id: int = 0, addr: str | None = None, topics: Iterable[str]
+               | Mapping[str, TopicConfig] = (), queues: int | None = None,
+               system_topics: bool = True, ha_server_addr: str | None = None,
+               zone_name: str | None = None, heartbeat_timeout_ms: int | None = None,
+               enable_acting_master: bool | None = None, auto_register: bool = True,
+               register: bool = True) -> FakeBroker:
+        """A new broker handle; it registers at once unless ``register=False``.
+
+        ``topics`` is a list of names (each gets ``queues`` read and write queues, default
+        16) or a mapping name → `TopicConfig`. With ``system_topics`` (default), the table
+        also holds the two topics a real broker creates for itself, named after the
+        broker and after the cluster (1 queue, perm 7). They matter: Java rejects a
+        first registration that carries exactly one topic (D3). ``addr`` defaults to
+        ``10.0.0.<n>:10911`` (n counts this server's brokers) and ``ha_server_addr`` to
+        the same host on port 10912.
+        """
+        if addr is None:
+            host = f"10.0.0.{next(self._hosts)}"
+            addr = f"{host}:10911"
+            if ha_server_addr is None:
+                ha_server_addr = f"{host}:10912"
+        table: dict[str, TopicConfig] = {}
+        if system_topics:
+            for sys_name in (name, cluster):
+                config = _system_topic(sys_name)
+                if config is not None:
+                    table[sys_name] = config
+        if isinstance(topics, Mapping):
+            table.update(topics)
+        else:
+            for topic in topics:
+                q = queues if queues is not None else 16
+                table[topic] = TopicConfig(topic_name=topic, read_queue_nums=q,
+                                           write_queue_nums=q)
+        handle = FakeBroker(self, cluster=cluster, name=name, broker_id=broker_id, addr=addr,
+                            ha_server_addr=ha_server_addr, zone_name=zone_name,
+                            heartbeat_timeout_ms=heartbeat_timeout_ms,
+                            enable_acting_master=enable_acting_master, topics=table,
+                            auto_register=auto_register)
+        self._brokers.append(handle)
+        if register:
+            handle.register()
+        return handle
+
+    @property
+    def brokers(self) -> tuple[FakeBroker, ...]:
+        """Every broker handle made by this server, in creation order."""
+        return tuple(self._brokers)
+
+    # ------------------------------------------------------------------ client side
+
+    def route(self, topic: str) -> TopicRouteData | None:
+        """GET_ROUTEINFO_BY_TOPIC as a client sees it: the route, or None.
+
+        Raises `NameServerUnavailable` while the server is stopped.
+        """
+        return self._call(lambda m: m.pickup_route(topic))
+
+    @property
+    def now_ms(self) -> int:
+        """The clock's current instant, ms."""
+        return self.clock.now_ms()
+
+    def tick(self, ms: int) -> int:
+        """Advance time by ``ms`` (>= 0) milliseconds, running every scan and periodic
+        registration that falls due on the way, each at its exact instant; return the
+        new time in ms. With a `FakeClock`, every server sharing it runs its work too."""
+        target = self.clock.now_ms() + ms
+        if ms < 0:
+            raise ValueError(f"time cannot go backwards: tick({ms})")
+        if isinstance(self.clock, FakeClock):
+            self.clock.set(target)
+        else:
+            _run_until(self.clock, [self], target)
+        return self.clock.now_ms()
+
+    # ------------------------------------------------------------------ admin side
+
+    def scan(self) -> tuple[ExpiredBroker, ...]:
+        """Run one expiry scan now (in addition to the scheduled ones)."""
+        return self._scan()
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
+        """DELETE_TOPIC_IN_NAMESRV (what ``mqadmin deleteTopic`` sends after the brokers)."""
+        removed = self._call(lambda m: m.delete_topic(topic, cluster))
+        self._log("admin", f"delete topic {topic}" + (f" in {cluster}" if cluster else "")
+                  + ("" if removed else " (nothing to delete)"))
+        return removed
+
+    def wipe_write_perm(self, broker_name: str) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER: make the group read-only; return topics touched."""
+        count = self._call(lambda m: m.wipe_write_perm(broker_name))
+        self._log("admin", f"wipe write perm of {broker_name}: {count} topic(s)")
+        return count
+
+    def add_write_perm(self, broker_name: str) -> int:
+        """ADD_WRITE_PERM_OF_BROKER: give the group its write bit back."""
+        count = self._call(lambda m: m.add_write_perm(broker_name))
+        self._log("admin", f"add write perm of {broker_name}: {count} topic(s)")
+        return count
+
+    def stop(self) -> None:
+        """Stop the name server: requests raise `NameServerUnavailable`, brokers' periodic
+        registrations fail (and are logged), no scans run."""
+        self.running = False
+        self._log("stopped", "name server stopped")
+
+    def start(self) -> None:
+        """Start a stopped name server afresh: all routing state is lost, as with a real
+        restart; brokers come back at their next periodic registration. Scans run at
+        every ``scan_interval_ms`` from now."""
+        if self.running:
+            return
+        self.running = True
+        self.manager = self._new_manager()
+        self._next_scan_ms = self.clock.now_ms() + self.scan_interval_ms
+        for b in self._brokers:
+            b.channel = None
+        self._log("started", "name server started with empty tables")
+
+    # ------------------------------------------------------------------ event log
+
+    @property
+    def events(self) -> tuple[FakeEvent, ...]:
+        """Everything that happened, oldest first."""
+        return tuple(self._events)
+
+    def events_of(self, kind: str) -> tuple[FakeEvent, ...]:
+        """The events of one ``kind`` (see `FakeEvent`)."""
+        return tuple(e for e in self._events if e.kind == kind)
+
+    def event_log(self, last: int | None = None) -> str:
+        """The event log as text, one event a line (only the ``last`` n if given)."""
+        events = self._events if last is None else self._events[-last:]
+        return "\n".join(str(e) for e in events) or "(no events)"
+
+    def clear_events(self) -> None:
+        """Forget the event log."""
+        self._events.clear()
+
+    # ------------------------------------------------------------------ assertions
+
+    def assert_route(self, topic: str, *, brokers: Iterable[str] | None = None,
+                     writable_queues: int | None = None, readable_queues: int | None = None,
+                     writable_brokers: Iterable[str] | None = None,
+                     addrs: Mapping[str, Mapping[int, str]] | None = None) -> TopicRouteData:
+        """Assert that ``topic`` has a route with the given properties; return it.
+
+        ``brokers``: exact set of broker names in the route. ``writable_queues`` /
+        ``readable_queues``: total write queues over rows with the write bit / read queues
+        over rows with the read bit. ``writable_brokers``: exact set of names whose row
+        has the write bit. ``addrs``: exact ``{broker name: {id: addr}}`` for the named
+        groups. On failure the message shows expected and actual side by side, plus the
+        recent events.
+        """
+        route = self._peek(topic)
+        expected: list[tuple[str, str, str]] = []
+        if brokers is not None:
+            want = sorted(set(brokers))
+            have = sorted(q.broker_name for q in route.queue_datas) if route else []
+            expected.append(("brokers", ", ".join(want) or "-", ", ".join(have) or "-"))
+        if writable_queues is not None:
+            have_w = route.writable_queue_count if route else 0
+            expected.append(("writable queues", str(writable_queues), str(have_w)))
+        if readable_queues is not None:
+            have_r = sum(q.read_queue_nums for q in route.queue_datas
+                         if q.perm & Perm.READ) if route else 0
+            expected.append(("readable queues", str(readable_queues), str(have_r)))
+        if writable_brokers is not None:
+            want_wb = sorted(set(writable_brokers))
+            have_wb = sorted(q.broker_name for q in route.queue_datas
+                             if q.writable) if route else []
+            expected.append(("writable brokers", ", ".join(want_wb) or "-",
+                             ", ".join(have_wb) or "-"))
+        if addrs is not None:
+            groups = {b.broker_name: b.broker_addrs for b in route.broker_datas} if route \
+                else {}
+            for name, members in sorted(addrs.items()):
+                want_a = _addrs_text(members)
+                have_a = _addrs_text(groups[name]) if name in groups else "(absent)"
+                expected.append((f"addrs of {name}", want_a, have_a))
+        failed = route is None or any(want != have for _, want, have in expected)
+        if failed:
+            rows = [("route", "present", "present" if route else "(no route)"), *expected]
+            raise AssertionError(self._failure(f"route of {topic!r}", rows, route))
+        assert route is not None
+        return route
+
+    def assert_no_route(self, topic: str) -> None:
+        """Assert that ``topic`` has no route."""
+        route = self._peek(topic)
+        if route is not None:
+            raise AssertionError(self._failure(
+                f"route of {topic!r}", [("route", "(no route)", "present")], route))
+
+    def assert_expired(self, *brokers: FakeBroker | str) -> None:
+        """Assert that each broker (a handle or an address) has no live entry and is no
+        member of any group: it expired, disconnected or was unregistered."""
+        self._assert_liveness(brokers, alive=False)
+
+    def assert_alive(self, *brokers: FakeBroker | str) -> None:
+        """Assert that each broker (a handle or an address) has a live entry."""
+        self._assert_liveness(brokers, alive=True)
+
+    def _assert_liveness(self, brokers: Sequence[FakeBroker | str], *, alive: bool) -> None:
+        live = {k.addr: v for k, v in self.manager.live_brokers().items()}
+        members = {a: n for n, g in self.manager.cluster_info().broker_addr_table.items()
+                   for a in g.broker_addrs.values()}
+        rows = []
+        for b in brokers:
+            addr = b.addr if isinstance(b, FakeBroker) else b
+            info = live.get(addr)
+            have = "absent" if info is None else (
+                f"live, last update {info.last_update_timestamp} ms, timeout "
+                f"{info.heartbeat_timeout_ms} ms")
+            if not alive and info is None and addr in members:
+                have = f"no live entry but still a member of {members[addr]}"
+            ok = (info is not None) if alive else (info is None and addr not in members)
+            rows.append((addr, "live" if alive else "absent", have if not ok else
+                         ("live" if alive else "absent")))
+        if any(want != have for _, want, have in rows):
+            raise AssertionError(self._failure("liveness", rows, None))
+
+    def _failure(self, what: str, rows: list[tuple[str, str, str]],
+                 route: TopicRouteData | None) -> str:
+        width = max(len(r[0]) for r in rows)
+        left = [f"{name:<{width}}  {want}" for name, want, _ in rows]
+        right = [have for _, _, have in rows]
+        table = side_by_side("expected", left, "actual", right,
+                             differs=[want != have for _, want, have in rows])
+        details = "\n".join("    " + line for line in route_lines(route))
+        return (f"{what} at {self.clock.now_ms()} ms on {self.name}:\n{table}\n"
+                f"  actual route:\n{details}\n  recent events:\n"
+                + "\n".join("    " + line for line in self.event_log(last=12).splitlines()))
+
+    def _peek(self, topic: str) -> TopicRouteData | None:
+        return self.manager.pickup_route(topic)
+
+    # ------------------------------------------------------------------ internals
+
+    def _call(self, fn: Callable[[RouteInfoManager], _T]) -> _T:
+        if not self.running:
+            self._log("unavailable", "request refused: name server stopped")
+            raise NameServerUnavailable(f"{self.name} is stopped")
+        return fn(self.manager)
+
+    def _log(self, kind: str, detail: str, broker: str | None = None, *,
+             flush: bool = True) -> None:
+        """Append an event, then the route changes the call behind it caused."""
+        self._events.append(FakeEvent(at_ms=self.clock.now_ms(), kind=kind, detail=detail,
+                                      broker=broker))
+        if flush:
+            self._flush_changes()
+
+    def _flush_changes(self) -> None:
+        self._events.extend(self._pending)
+        self._pending.clear()
+
+    def _on_change(self, change: RouteChange) -> None:
+        if change.changed_topics:
+            self._pending.append(FakeEvent(
+                at_ms=change.at_ms, kind="route_changed",
+                detail=f"{', '.join(sorted(change.changed_topics))} (by {change.operation})"))
+
+    def _register(self, broker: FakeBroker, reg: Registration, *, how: str) -> RegisterResult:
+        result = self._call(lambda m: m.register(reg))
+        broker.last_result = result
+        if result.accepted:
+            broker.generation = result.generation
+            self._log("register", f"{how} registration as {broker.cluster}/{broker.name} "
+                                  f"id={broker.broker_id}, {len(reg.topics)} topic(s), version "
+                                  f"counter {reg.data_version.counter}", broker.addr)
+        else:
+            self._log("rejected", f"{how} registration rejected: {result.rejection}",
+                      broker.addr)
+        return result
+
+    def _channel_closed(self, channel: FakeChannel) -> tuple[ExpiredBroker, ...]:
+        if not self.running:  # a stopped server has no connections left to close
+            return ()
+        gone = self._call(lambda m: m.on_channel_closed(channel))
+        self._log("channel_closed", f"{channel!r}: removed "
+                  + (", ".join(e.broker_addr for e in gone) or "nothing"), channel.broker_addr)
+        return gone
+
+    def _scan(self) -> tuple[ExpiredBroker, ...]:
+        gone = self._call(lambda m: m.scan_expired())
+        for e in gone:
+            self._log("expired", f"{e.cluster}/{e.broker_name} id={e.broker_id}: last update "
+                                 f"{e.last_update_ms} ms + timeout {e.timeout_ms} ms < now",
+                      e.broker_addr, flush=False)
+        self._flush_changes()
+        return gone
+
+    def _next_due_ms(self) -> int | None:
+        candidates = [b._next_register_ms for b in self._brokers
+                      if b._next_register_ms is not None]
+        if self.auto_scan and self.running:
+            candidates.append(self._next_scan_ms)
+        return min(candidates) if candidates else None
+
+    def _run_registrations_due(self, now_ms: int) -> None:
+        for b in self._brokers:
+            if b._next_register_ms is not None and b._next_register_ms <= now_ms:
+                b._schedule(now_ms)
+                if b.state != "online":
+                    continue
+                if not self.running:
+                    self._log("unavailable", "periodic registration failed: name server "
+                                             "stopped", b.addr)
+                    continue
+                self._register(b, b.registration(), how="periodic")
+
+    def _run_scan_due(self, now_ms: int) -> None:
+        if self.auto_scan and self.running and self._next_scan_ms <= now_ms:
+            while self._next_scan_ms <= now_ms:
+                self._next_scan_ms += self.scan_interval_ms
+            self._scan()
+
+
+def _addrs_text(members: Mapping[int, str]) -> str:
+    return ", ".join(f"{i}={a}" for i, a in sorted(members.items())) or "-"
