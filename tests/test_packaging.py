@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_core_import_pulls_in_no_extra():
@@ -21,7 +22,7 @@ def test_public_names_are_exported_and_documented():
     import routing
 
     assert len(routing.__all__) == len(set(routing.__all__))
-    api = open("docs/api.md", encoding="utf-8").read()
+    api = (Path(__file__).parent.parent / "docs" / "api.md").read_text(encoding="utf-8")
     for name in routing.__all__:
         assert hasattr(routing, name), name
         if not name.startswith("__"):

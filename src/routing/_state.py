@@ -59,7 +59,8 @@ class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
-    __slots__ = ("applied_epoch", "applied_partial", "applied_topics", "broker_id", "broker_name", "channel",
+    __slots__ = ("applied_epoch", "applied_partial", "applied_topics", "broker_id",
+                 "broker_name", "channel",
                  "data_version", "generation", "ha_server_addr", "key", "last_update",
                  "timeout")
 
