@@ -51,6 +51,8 @@ def test_unknown_topic_has_no_route(mgr):
     assert mgr.pickup_route("nope") is None
     with pytest.raises(r.InvalidRequest, match="topic"):
         mgr.pickup_route(42)  # type: ignore[arg-type]
+    with pytest.raises(r.InvalidRequest, match="topic"):
+        mgr.pickup_route(["T1"])  # type: ignore[arg-type]
 
 
 def test_readiness_gate_opens_at_exactly_start_plus_wait(clock):

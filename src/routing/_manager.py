@@ -480,7 +480,10 @@ class RouteInfoManager:
         """
         if not self._ready:
             self._check_ready()
-        route = self._routes.get(topic)
+        try:
+            route = self._routes.get(topic)
+        except TypeError:  # unhashable
+            route = None
         if route is None and not isinstance(topic, str):
             fail("topic", topic, "a str")
         return route
