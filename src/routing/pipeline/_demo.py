@@ -1,0 +1,110 @@
+"""``routing demo`` (``make demo``): simulate, analyze on the embedded Spark, print, draw.
+
+`run_demo` simulates 30 broker groups (a master and a slave each) and 3 name servers for 6
+simulated hours with the default fault profile (crashes, partitions, name-server restarts,
+failovers, topic changes, degraded links), writes the journals, analyzes them with
+`routing.pipeline.analyze`, writes the tables as Parquet, prints the summary and draws the
+timeline (PNG, plus an HTML page embedding it).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..sim import SimConfig, simulate
+from ._cli import spark_progress
+from ._session import default_master, spark_session
+from ._summary import render, summarize_analysis
+from ._timeline import draw_timeline, write_html
+
+__all__ = ["DEMO_CONFIG", "run_demo"]
+
+#: 30 groups x (master + slave), 3 name servers, 6 simulated hours, default faults.
+DEMO_CONFIG = SimConfig(groups=30, slaves=1, nameservers=3, duration_ms=6 * 3_600_000,
+                        seed=2024, faults="default")
+
+
+def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | None = None,
+             console: Any = None) -> None:
+    """Run the whole chain; everything goes under ``out_dir``:
+    ``journals/`` (JSON Lines), ``tables/`` (Parquet), ``timeline.png``, ``timeline.html``.
+
+    ``master`` defaults to ``$SPARK_MASTER`` or the embedded ``local[*]``. Raises
+    `routing.pipeline.SparkUnavailable` (with what to install) when Java 17+ or pyspark is missing.
+    """
+    console = console or Console()
+    config = config or DEMO_CONFIG
+    out_dir = Path(out_dir)
+    journals = out_dir / "journals"
+    journals.mkdir(parents=True, exist_ok=True)
+    for stale in journals.glob("ns-*.jsonl*"):
+        stale.unlink()
+    hours = config.duration_ms / 3_600_000
+    console.rule(f"[bold]routing demo[/bold]: {config.groups} broker groups × "
+                 f"{1 + config.slaves} brokers, {config.nameservers} name servers, "
+                 f"{hours:g} simulated hours, faults: {config.faults}")
+    started = time.monotonic()
+    result = _simulate(config, journals, console)
+    lines = sum(result.stats.journal_lines.values())
+    console.print(f"simulated in {time.monotonic() - started:.1f} s: {lines:,} journal lines "
+                  f"in {journals}")
+
+    master = master or default_master()
+    console.print(f"starting Spark ({master}) …")
+    from pyspark.sql import SparkSession
+
+    owned = SparkSession.getActiveSession() is None  # stop it at the end only if ours
+    spark = spark_session(master, app_name="routing-demo")
+    try:
+        from ._spark import analyze
+
+        started = time.monotonic()
+        tables_dir = out_dir / "tables"
+        with spark_progress(console, spark) as say:
+            analysis = analyze(spark, [str(journals)], at=[config.duration_ms // 2],
+                               progress=say)
+            say(f"writing Parquet to {tables_dir}")
+            analysis.write(str(tables_dir))
+            say("summarising")
+            summary = summarize_analysis(analysis)
+            say("drawing the timeline")
+            small = {name: [r.asDict(recursive=True) for r in analysis[name].collect()]
+                     for name in ("sessions", "disagreement", "name_servers")}
+        render(summary, console, title=f"routing demo on {master}")
+        console.print(f"analyzed in {time.monotonic() - started:.1f} s "
+                      f"({lines / max(1e-9, time.monotonic() - started):,.0f} lines/s)")
+        png = draw_timeline(small["sessions"], small["disagreement"], small["name_servers"],
+                            out_dir / "timeline.png",
+                            title=f"Broker liveness per name server — {config.groups} groups,"
+                                  f" {config.nameservers} name servers, {hours:g} h, "
+                                  f"seed {config.seed}")
+        page = write_html(summary, png, out_dir / "timeline.html",
+                          title="routing demo: broker liveness and name-server disagreement")
+        analysis.unpersist()
+    finally:
+        if owned:
+            spark.stop()
+    console.print(f"tables:   {tables_dir}/<table>/*.parquet")
+    console.print(f"timeline: {page}  (picture: {png})")
+
+
+def _simulate(config: SimConfig, journals: Path, console: Any) -> Any:
+    if not console.is_terminal:
+        return simulate(config, out_dir=journals)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.percentage:>3.0f} %"),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("sim", total=config.duration_ms)
+
+        def progress(now_ms: int, end_ms: int) -> None:
+            bar.update(task, completed=now_ms, total=end_ms)
+
+        return simulate(config, out_dir=journals, progress=progress)
+
+
+

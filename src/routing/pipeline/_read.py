@@ -1,0 +1,219 @@
+"""Inputs: finding journal files, numbering their lines, and reading them per name server.
+
+The reading rules are `routing.journal.JournalReader`'s. Its state is kept per name server
+(last sequence number, last time, table definitions), so feeding it one name server's lines
+in reading order gives exactly what it gives for all lines: that is how Spark reads, one
+name server per task. `line_key` names the name server a line belongs to, the way the
+reader itself would look it up; a line without one is rejected before the reader consults
+any state, so a throwaway reader gives the same verdict.
+
+Parquet input (``routing analyze --to-parquet``) stores the lines themselves with their
+original file name and line number (`LINES_SCHEMA_DDL`), so a Parquet copy is read with the
+same rules and reports the same places.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..journal import JournalEntry, JournalHeader, JournalReader, RejectedLine
+from ._outputs import Row
+
+__all__ = [
+    "LINES_SCHEMA_DDL",
+    "InputFile",
+    "NsStats",
+    "expand_local",
+    "is_parquet_path",
+    "iter_lines",
+    "line_key",
+    "name_server_rows",
+    "rejected_counts",
+]
+
+#: The columns of a Parquet copy of journals.
+LINES_SCHEMA_DDL = "source string, source_index long, line long, text string"
+
+
+@attrs.frozen(kw_only=True)
+class InputFile:
+    """One input: a JSON Lines file (``text``, gzip recognised) or a Parquet copy
+    (``parquet``, a file or a folder). ``path`` is what was given (or found inside a
+    given folder); it is also the ``source`` of its lines."""
+
+    kind: str
+    path: str
+
+
+def is_parquet_path(path: str) -> bool:
+    return path.endswith(".parquet") or path.endswith(".parq")
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def expand_local(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
+    """Local paths to inputs, in the order given; a folder's files are sorted by name,
+    hidden and ``_``-prefixed names skipped. A folder holding ``*.parquet`` files is one
+    Parquet input. Raises FileNotFoundError for a missing path."""
+    found: list[InputFile] = []
+    for given in paths:
+        path = os.fspath(given)
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundError(f"no such journal file or folder: {path}")
+        if p.is_file():
+            found.append(InputFile(kind="parquet" if is_parquet_path(path) else "text",
+                                   path=path))
+            continue
+        children = sorted(c for c in p.iterdir() if not _hidden(c.name))
+        if any(c.is_file() and is_parquet_path(c.name) for c in children):
+            found.append(InputFile(kind="parquet", path=path))
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not _hidden(d))
+            for name in sorted(files):
+                if not _hidden(name):
+                    full = os.path.join(root, name)
+                    found.append(InputFile(kind="parquet" if is_parquet_path(name) else "text",
+                                           path=full))
+    return found
+
+
+def line_key(text: str) -> tuple[str | None, int | None]:
+    """(name server, sequence number) of a line as the reader would look them up, or None
+    where the line has none (it will be rejected without touching reader state)."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(doc, dict):
+        return None, None
+    ns = doc.get("nameserver") if "journal" in doc else doc.get("ns")
+    seq = doc.get("seq")
+    return (ns if isinstance(ns, str) else None,
+            seq if isinstance(seq, int) and not isinstance(seq, bool) else None)
+
+
+def iter_lines(inputs: Sequence[InputFile]) -> Iterator[tuple[str, int, str]]:
+    """(source, line number, text) of every line, in reading order. Parquet copies are
+    read with pyarrow, ordered by (source index, line)."""
+    for item in inputs:
+        if item.kind == "text":
+            yield from _text_lines(item.path)
+        else:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(item.path, columns=["source", "source_index", "line", "text"])
+            rows = sorted(zip(table.column("source_index").to_pylist(),
+                              table.column("line").to_pylist(),
+                              table.column("source").to_pylist(),
+                              table.column("text").to_pylist(), strict=True))
+            for _index, number, source, text in rows:
+                yield source, number, text
+
+
+def _text_lines(path: str) -> Iterator[tuple[str, int, str]]:
+    """Lines split on ``\\n`` only (as Spark does), gzip recognised by its magic bytes, and
+    bytes that are not UTF-8 replaced by U+FFFD instead of failing the whole file (the line
+    is then judged by the reader like any other)."""
+    import gzip
+
+    with open(path, "rb") as probe:
+        zipped = probe.read(2) == b"\x1f\x8b"
+    with (gzip.open(path, "rb") if zipped else open(path, "rb")) as handle:
+        for number, raw in enumerate(handle, start=1):
+            yield path, number, raw.rstrip(b"\n").decode("utf-8", errors="replace")
+
+
+@attrs.define(kw_only=True)
+class NsStats:
+    """What reading one name server's journal saw (for the ``name_servers`` table)."""
+
+    ns: str
+    first_ms: int
+    last_ms: int
+    records: int = 0
+    headers: int = 0
+    gaps: int = 0
+
+    def see(self, entry: JournalEntry) -> None:
+        if isinstance(entry, JournalHeader):
+            self.headers += 1
+            self.last_ms = max(self.last_ms, entry.start_ms)
+        else:
+            self.records += 1
+            self.last_ms = max(self.last_ms, entry.at_ms)
+
+    def to_row(self, rejected: int) -> Row:
+        return {"ns": self.ns, "first_ms": self.first_ms, "last_ms": self.last_ms,
+                "records": self.records, "restarts": max(0, self.headers - 1),
+                "gaps": self.gaps, "rejected": rejected}
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def rejected_row(bad: RejectedLine) -> Row:
+    """The ``rejected`` row of a line the reader set aside."""
+    ns, seq = line_key(bad.text)
+    return {"source": bad.source, "line": bad.line_number, "stage": "read",
+            "reason": bad.reason, "ns": ns, "seq": seq, "text": bad.text}
+
+
+class NsReading:
+    """Reads lines with one `JournalReader`, keeping per-name-server stats.
+
+    Feed lines in reading order (all of them, or one name server's); `feed` returns the
+    accepted entry or None (the rejection was added to ``rejected``).
+    """
+
+    def __init__(self) -> None:
+        self.reader = JournalReader()
+        self.stats: dict[str, NsStats] = {}
+        self.rejected: list[Row] = []
+        self._gaps_seen = 0
+
+    def feed(self, text: str, source: str, line: int, *,
+             keyed: bool = True) -> JournalEntry | None:
+        """``keyed=False`` for a line without a name server: a fresh reader judges it (it
+        is rejected before any state is read)."""
+        reader = self.reader if keyed else JournalReader()
+        item = reader.feed(text, source=source, line_number=line)
+        if isinstance(item, RejectedLine):
+            self.rejected.append(rejected_row(item))
+            return None
+        stats = self.stats.get(item.nameserver_id)
+        if stats is None:
+            assert isinstance(item, JournalHeader)  # the reader wants a header first
+            stats = self.stats[item.nameserver_id] = NsStats(
+                ns=item.nameserver_id, first_ms=item.start_ms, last_ms=item.start_ms)
+        stats.see(item)
+        gaps = self.reader.gaps
+        while self._gaps_seen < len(gaps):
+            gap = gaps[self._gaps_seen]
+            self._gaps_seen += 1
+            self.stats[gap.nameserver_id].gaps += 1
+        return item
+
+
+def rejected_counts(rejected: Iterable[Row]) -> dict[str, int]:
+    """Rejected rows per name server (rows without one are not counted)."""
+    counts: dict[str, int] = {}
+    for row in rejected:
+        if row.get("ns") is not None:
+            counts[row["ns"]] = counts.get(row["ns"], 0) + 1
+    return counts
+
+
+def name_server_rows(stats: Iterable[NsStats], rejected: Mapping[str, int]) -> list[Row]:
+    """The ``name_servers`` table: one row per name server with an accepted header;
+    ``rejected`` counts the rejected rows of each name server."""
+    return [s.to_row(rejected.get(s.ns, 0)) for s in sorted(stats, key=lambda s: s.ns)]

@@ -1,0 +1,533 @@
+"""The Spark pipeline: the reference's functions, run inside partitions.
+
+Stages (every Python step calls the same code as `routing.pipeline.reference`):
+
+1. **Lines.** JSON Lines files are read by Spark's text source (split where Hadoop can);
+   line numbers come from each split's first row id and the line counts of the earlier
+   splits of the same file (all on the JVM). Parquet copies carry their numbers.
+2. **Read, per name server.** A Python UDF names each line's name server (`line_key`);
+   lines are hash-partitioned on it (with a salt chosen so that name servers land in
+   different partitions) and sorted into reading order, and one `JournalReader` per task
+   validates them: the reader's state is per name server, so this equals reading
+   everything in one process.
+3. **Replay, per name server and broker-group component** (``partition="group"``). The
+   accepted lines are routed to the components of ``_plan.py`` (entries touching the whole
+   name server are copied to every component), sorted by sequence number, re-read and
+   replayed by `ReplayDeriver`. With ``partition="ns"`` stage 2 replays whole name servers
+   directly.
+4. **Per topic.** Each partition's route contributions are partitioned by topic, sorted by
+   time, and swept by `TopicSweep` into route changes, routes at ``--at`` times,
+   disagreement and availability.
+
+Rows travel between stages as JSON payloads and become typed DataFrames through
+``from_json`` with the explicit schemas of ``_schema.py``. Intermediate results are
+persisted (memory, spilling to disk) so every table is computed once. Each Python task
+streams its sorted partition: it holds one reader and one manager per name server or
+component, never the partition's lines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ..journal import JournalReader
+from ._outputs import Emitted, ReplayDeriver, Row
+from ._plan import component_count, components, nodes_of, replay_entry
+from ._read import (
+    LINES_SCHEMA_DDL,
+    InputFile,
+    NsReading,
+    NsStats,
+    expand_local,
+    is_parquet_path,
+    line_key,
+    name_server_rows,
+)
+from ._schema import TABLES, sort_rows
+from ._topics import Contribution, sweep_topic
+from .reference import RejectedRecords
+
+__all__ = ["Analysis", "analyze", "read_lines", "to_parquet"]
+
+Progress = Callable[[str], None]
+
+#: Stage-2/3 output: one tagged row per emitted row, accepted line or statistics record.
+_TAGGED_DDL = ("kind string, tbl string, ns string, comp long, seq long, ts long, "
+               "op string, source string, line long, text string, nodes array<string>, "
+               "payload string")
+_CONTRIB_DDL = "ns string, topic string, at_ms long, seq long, part long, route_json string"
+_BATCH_ROWS = 2048
+
+
+# --------------------------------------------------------------------------- results
+
+
+@attrs.frozen(kw_only=True)
+class Analysis:
+    """The output tables of one `analyze` run, as DataFrames (see ``docs/pipeline.md``).
+
+    They are computed over persisted intermediate results: read them as often as needed,
+    then call `unpersist`. ``partitions`` says how many replay partitions each name server
+    was split into.
+    """
+
+    tables: Mapping[str, Any]
+    partitions: Mapping[str, int]
+    _persisted: tuple[Any, ...] = attrs.field(alias="persisted", default=())
+
+    def __getitem__(self, name: str) -> Any:
+        return self.tables[name]
+
+    def collect(self) -> dict[str, list[dict[str, Any]]]:
+        """Every table as sorted plain rows, the shape `analyze_local` returns."""
+        return {name: sort_rows(TABLES[name], [r.asDict(recursive=True) for r in df.collect()])
+                for name, df in self.tables.items()}
+
+    def write(self, out_dir: str, *, mode: str = "overwrite") -> None:
+        """Write every table as Parquet under ``out_dir/<table>/``, sorted by its key."""
+        for name, df in self.tables.items():
+            df.orderBy(*TABLES[name].key).write.mode(mode).parquet(f"{out_dir.rstrip('/')}/{name}")
+
+    def unpersist(self) -> None:
+        """Release the cached intermediate results."""
+        for df in self._persisted:
+            df.unpersist()
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _has_scheme(path: str) -> bool:
+    return "://" in path or path.startswith(("hdfs:", "s3a:", "s3:", "gs:", "abfs:", "wasb:"))
+
+
+def _expand(spark: Any, paths: Sequence[str]) -> list[InputFile]:
+    """Local paths as `expand_local` does; URIs through Hadoop's FileSystem (any scheme
+    Spark reads), with the same rules."""
+    found: list[InputFile] = []
+    local: list[str] = []
+
+    def flush() -> None:
+        if local:
+            found.extend(expand_local(local))
+            local.clear()
+
+    for path in paths:
+        if not _has_scheme(path):
+            local.append(path)
+            continue
+        flush()
+        jvm = spark.sparkContext._jvm
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        hpath = jvm.org.apache.hadoop.fs.Path(path)
+        fs = hpath.getFileSystem(conf)
+        if not fs.exists(hpath):
+            raise FileNotFoundError(f"no such journal file or folder: {path}")
+        if not fs.getFileStatus(hpath).isDirectory():
+            found.append(InputFile(kind="parquet" if is_parquet_path(path) else "text",
+                                   path=path))
+            continue
+        files: list[str] = []
+        iterator = fs.listFiles(hpath, True)
+        while iterator.hasNext():
+            files.append(str(iterator.next().getPath().toString()))
+        base = str(fs.getFileStatus(hpath).getPath().toString()).rstrip("/")
+        rel = sorted(f[len(base) + 1:] for f in files if f.startswith(base + "/"))
+        rel = [r for r in rel if not any(p.startswith((".", "_")) for p in r.split("/"))]
+        if any("/" not in r and is_parquet_path(r) for r in rel):
+            found.append(InputFile(kind="parquet", path=path))
+            continue
+        for r in rel:
+            full = f"{path.rstrip('/')}/{r}"
+            found.append(InputFile(kind="parquet" if is_parquet_path(r) else "text", path=full))
+    flush()
+    return found
+
+
+def read_lines(spark: Any, sources: Any) -> Any:
+    """Every journal line as a DataFrame ``(order_a, order_b, source, line, text)``:
+    ``order_a`` is the input's position, ``order_b`` the file index inside a Parquet copy,
+    ``line`` 1-based. ``sources``: a path, a list of paths, or ``{name: lines}``."""
+    return _read(spark, sources)[0]
+
+
+def _read(spark: Any, sources: Any) -> tuple[Any, Any]:
+    """(numbered lines, the bare ``text`` column: cheaper where numbers are not needed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(sources, Mapping):
+        rows = [(i, 0, name, n, text) for i, (name, lines) in enumerate(sources.items())
+                for n, text in enumerate(lines, start=1)]
+        schema = T.StructType([T.StructField("order_a", T.LongType()),
+                               T.StructField("order_b", T.LongType()),
+                               T.StructField("source", T.StringType()),
+                               T.StructField("line", T.LongType()),
+                               T.StructField("text", T.StringType())])
+        df = spark.createDataFrame(rows, schema)
+        return df, df.select("text")
+    paths = [str(sources)] if isinstance(sources, str | Path) else [str(p) for p in sources]
+    inputs = _expand(spark, paths)
+    if not inputs:
+        raise FileNotFoundError(f"no journal files in {paths}")
+    parts = []
+    texts = []
+    for i, item in enumerate(inputs):
+        if item.kind == "parquet":
+            parts.append(spark.read.schema(LINES_SCHEMA_DDL).parquet(item.path).select(
+                F.lit(i).cast("long").alias("order_a"),
+                F.col("source_index").alias("order_b"), "source", "line", "text"))
+        else:
+            texts.append(spark.read.option("lineSep", "\n").text(item.path).select(
+                F.lit(i).cast("long").alias("order_a"), F.lit(item.path).alias("source"),
+                F.input_file_block_start().alias("block"),
+                F.monotonically_increasing_id().alias("mid"), F.col("value").alias("text")))
+    if texts:
+        raw = texts[0]
+        for more in texts[1:]:
+            raw = raw.unionByName(more)
+        # Line numbers: within a split, rows are consecutive ids in one partition; a split
+        # starts after all the lines of the earlier splits of its file.
+        from pyspark.sql import Window
+
+        splits = raw.groupBy("order_a", "block").agg(F.min("mid").alias("first_mid"),
+                                                     F.count("*").alias("n"))
+        before = Window.partitionBy("order_a").orderBy("block").rowsBetween(
+            Window.unboundedPreceding, -1)
+        splits = splits.withColumn("before", F.coalesce(F.sum("n").over(before), F.lit(0)))
+        numbered = raw.join(F.broadcast(splits.select("order_a", "block", "first_mid", "before")),
+                            ["order_a", "block"])
+        parts.append(numbered.select(
+            "order_a", F.lit(0).cast("long").alias("order_b"), "source",
+            (F.col("mid") - F.col("first_mid") + F.col("before") + 1).alias("line"), "text"))
+    lines = parts[0]
+    for more in parts[1:]:
+        lines = lines.unionByName(more)
+    bare = [p.select("text") for p in parts[:len(parts) - (1 if texts else 0)]]
+    bare += [t.select("text") for t in texts]
+    union = bare[0]
+    for more in bare[1:]:
+        union = union.unionByName(more)
+    return lines, union
+
+
+def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
+    """Copy journals to Parquet (``source, source_index, line, text``) under ``out``, for
+    faster and splittable re-reading; returns the number of lines. Reading the copy gives
+    the same records, rejections and places as the originals."""
+    from pyspark.sql import functions as F
+
+    lines = read_lines(spark, sources)
+    index = (F.col("order_a") * F.lit(1 << 20) + F.col("order_b")).alias("source_index")
+    table = lines.select("source", index, "line", "text").orderBy("source_index", "line")
+    table.write.mode(mode).parquet(out)
+    return int(spark.read.parquet(out).count())
+
+
+# --------------------------------------------------------------------------- python steps
+
+
+def _rows_of(batches: Iterable[Any], names: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    for batch in batches:
+        columns = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
+        yield from zip(*columns, strict=True)
+
+
+def _to_batches(rows: Iterable[dict[str, Any]], ddl: str) -> Iterator[Any]:
+    import pyarrow as pa
+
+    schema = _arrow_schema(ddl)
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= _BATCH_ROWS:
+            yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+
+
+def _arrow_schema(ddl: str) -> Any:
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "long": pa.int64(), "array<string>": pa.list_(pa.string())}
+    fields = []
+    for part in ddl.split(", "):
+        name, kind = part.split(" ", 1)
+        fields.append(pa.field(name, types[kind]))
+    return pa.schema(fields)
+
+
+def _tag_rows(emitted: Iterable[Emitted]) -> Iterator[dict[str, Any]]:
+    for table, row in emitted:
+        yield {"kind": "row", "tbl": table, "payload": json.dumps(row, separators=(",", ":"))}
+
+
+def _read_step(replay: bool) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """Stage 2b: one reader per task over lines sorted by (name server, reading order).
+    With ``replay`` (``partition="ns"``), also replay and derive each whole name server;
+    otherwise emit each accepted line with the nodes it touches."""
+
+    def step(batches: Iterable[Any]) -> Iterator[Any]:
+        return _to_batches(_read_rows(batches, replay), _TAGGED_DDL)
+
+    return step
+
+
+def _read_rows(batches: Iterable[Any], replay: bool) -> Iterator[dict[str, Any]]:
+    """Lines arrive grouped by the JVM's guess of their name server (``ns_key``). The
+    reader's own key (`line_key`) decides: a line without one is judged by a fresh reader
+    (it is rejected without touching state, wherever it is); a line whose key differs from
+    the guess is reported as ``misrouted`` and the driver reruns the read stage with
+    Python's keys."""
+    reading = NsReading()
+    derivers: dict[str, ReplayDeriver] = {}
+    current: str | None = None
+
+    def finish(ns: str | None) -> Iterator[dict[str, Any]]:
+        deriver = derivers.pop(ns, None) if ns is not None else None
+        if deriver is not None:
+            deriver.end_ms = reading.stats[deriver.ns].last_ms
+            yield from _tag_rows(deriver.finish())
+
+    for source, line, text, ns_key in _rows_of(batches, ("source", "line", "text", "ns_key")):
+        if ns_key != current:
+            yield from finish(current)
+            current = ns_key
+        own, _seq = line_key(text)
+        if own is not None and own != ns_key:
+            yield {"kind": "misrouted", "ns": own, "source": source, "line": line}
+            continue
+        entry = reading.feed(text, source, line, keyed=own is not None)
+        if reading.rejected:  # hand them on at once: memory stays O(state), not O(lines)
+            yield from _tag_rows(("rejected", row) for row in reading.rejected)
+            reading.rejected.clear()
+        if entry is None:
+            continue
+        ns = entry.nameserver_id
+        if replay:
+            deriver = derivers.get(ns)
+            if deriver is None:
+                deriver = derivers[ns] = ReplayDeriver(ns, 0, end_ms=0)
+            yield from _tag_rows(deriver.apply(entry, (source, line, text)))
+        else:
+            yield {"kind": "line", "ns": ns, "seq": entry.seq, "ts": entry.at_ms,
+                   "op": entry.op, "source": source, "line": line, "text": text,
+                   "nodes": list(nodes_of(entry))}
+    yield from finish(current)
+    for stats in reading.stats.values():
+        yield {"kind": "stats", "ns": stats.ns, "payload": json.dumps(stats.to_json())}
+
+
+def _replay_step(spans: Mapping[str, tuple[int, int]]) -> Callable[[Iterable[Any]],
+                                                                     Iterator[Any]]:
+    """Stage 3: replay each (name server, component) of the task, lines in seq order."""
+
+    def step(batches: Iterable[Any]) -> Iterator[Any]:
+        return _to_batches(_tag_rows(_replay_rows(batches, spans)), _TAGGED_DDL)
+
+    return step
+
+
+def _replay_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]]
+                 ) -> Iterator[Emitted]:
+    key: tuple[str, int] | None = None
+    reader = JournalReader()
+    deriver: ReplayDeriver | None = None
+    for ns, comp, primary, seq, ts, op, source, line, text in _rows_of(
+            batches, ("ns", "comp", "primary", "seq", "ts", "op", "source", "line", "text")):
+        if (ns, comp) != key:
+            if deriver is not None:
+                yield from deriver.finish()
+            key = (ns, comp)
+            reader = JournalReader()
+            deriver = ReplayDeriver(ns, comp, end_ms=spans[ns][1])
+        assert deriver is not None
+        entry = replay_entry(reader, ns, seq, ts, op, source, line, text)
+        yield from deriver.apply(entry, (source, line, text), primary=bool(primary))
+    if deriver is not None:
+        yield from deriver.finish()
+
+
+def _topic_step(spans: Mapping[str, tuple[int, int]], at: Sequence[int]
+                ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """Stage 4: sweep each topic of the task (contributions sorted by time)."""
+
+    def step(batches: Iterable[Any]) -> Iterator[Any]:
+        return _to_batches(_tag_rows(_topic_rows(batches, spans, at)), _TAGGED_DDL)
+
+    return step
+
+
+def _topic_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]],
+                at: Sequence[int]) -> Iterator[Emitted]:
+    names = ("ns", "topic", "at_ms", "seq", "part", "route_json")
+    rows = (Contribution(ns=r[0], topic=r[1], at_ms=r[2], seq=r[3], part=r[4], route_json=r[5])
+            for r in _rows_of(batches, names))
+    for topic, group in itertools.groupby(rows, key=lambda c: c.topic):
+        yield from sweep_topic(topic, group, spans, at)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+def _python_key() -> Any:
+    """`line_key`'s name server as a Spark UDF (the slow, exact partition key)."""
+    from pyspark.sql import functions as F
+
+    return F.udf(lambda text: None if text is None else line_key(text)[0], "string")
+
+
+def _read_stage(keyed: Any, count: int, salt: int, replay: bool) -> Any:
+    from pyspark.sql import functions as F
+
+    return (keyed.repartition(count, F.col("ns_key"), F.lit(salt))
+            .sortWithinPartitions("ns_key", "order_a", "order_b", "line")
+            .select("source", "line", "text", "ns_key")
+            .mapInArrow(_read_step(replay), _TAGGED_DDL))
+
+
+def _salted_partitions(spark: Any, names: Sequence[str]) -> tuple[int, int]:
+    """(partitions, salt) such that hash(ns, salt) mod partitions differs for every name
+    server (or collides least): one task per name server in the read stage."""
+    from pyspark.sql import functions as F
+
+    count = max(1, len(names))
+    if count == 1:
+        return 1, 0
+    df = spark.createDataFrame([(n,) for n in names], "ns string").crossJoin(
+        spark.range(0, 256).withColumnRenamed("id", "salt"))
+    spread: dict[int, set[int]] = {}
+    for r in df.select("salt", F.expr(f"pmod(hash(ns, salt), {count})").alias("p")).collect():
+        spread.setdefault(int(r["salt"]), set()).add(int(r["p"]))
+    return count, max(sorted(spread), key=lambda salt: len(spread[salt]))
+
+
+def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = False,
+            partition: str = "group", progress: Progress | None = None) -> Analysis:
+    """Analyze journals on ``spark``; the tables equal `analyze_local`'s.
+
+    ``sources``: journal paths (files or folders: JSON Lines, ``.gz``, or Parquet copies
+    from `to_parquet`; local or any URI Spark reads) or ``{name: lines}``. ``at``: times
+    (ms) for ``routes_at``. ``strict``: raise `RejectedRecords` if any line was set aside.
+    ``partition``: ``"group"`` (replay each name server's independent broker-group sets
+    apart, the default) or ``"ns"`` (replay whole name servers). ``progress`` is told the
+    name of each step as it starts.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if partition not in ("group", "ns"):
+        raise ValueError(f"partition must be 'group' or 'ns', got {partition!r}")
+    say = progress or (lambda _step: None)
+    at = sorted({int(t) for t in at})
+    persisted: list[Any] = []
+
+    def keep(df: Any) -> Any:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        persisted.append(df)
+        return df
+
+    say("listing inputs")
+    lines, texts = _read(spark, sources)
+    say("finding name servers")
+    jvm_key = (F.when(F.get_json_object("text", "$.journal").isNotNull(),
+                      F.get_json_object("text", "$.nameserver"))
+               .otherwise(F.get_json_object("text", "$.ns")))
+    names = sorted(r[0] for r in texts.select(jvm_key.alias("k")).distinct().collect()
+                   if r[0] is not None)
+    count, salt = _salted_partitions(spark, names)
+
+    say("reading journals (one task per name server)")
+    stage2 = keep(_read_stage(lines.withColumn("ns_key", jvm_key), count, salt,
+                              partition == "ns"))
+    if stage2.filter(F.col("kind") == "misrouted").limit(1).count():
+        # Spark's JSON path and Python's json disagree on some line's name server (for
+        # example duplicate keys): partition by the reader's own key instead.
+        say("re-reading with Python's keys")
+        stage2.unpersist()
+        persisted.remove(stage2)
+        keyed = lines.withColumn("ns_key", _python_key()("text"))
+        stage2 = keep(_read_stage(keyed, count, salt, partition == "ns"))
+    stats = [NsStats(**json.loads(r["payload"]))
+             for r in stage2.filter(F.col("kind") == "stats").select("payload").collect()]
+    spans = {s.ns: (s.first_ms, s.last_ms) for s in stats}
+
+    if partition == "ns":
+        rows = stage2.filter(F.col("kind") == "row")
+        parts = dict.fromkeys(spans, 1)
+    else:
+        say("planning broker-group partitions")
+        accepted = stage2.filter(F.col("kind") == "line").select(
+            "ns", "seq", "ts", "op", "source", "line", "text", "nodes")
+        node_sets = [(r["ns"], tuple(r["nodes"])) for r in
+                     accepted.select("ns", "nodes").distinct().collect()]
+        node_sets += [(ns, ()) for ns in spans]
+        comps = components(node_sets)
+        parts = {ns: component_count(c) for ns, c in comps.items()}
+        mapping = spark.createDataFrame(
+            [(ns, node, comp) for ns, c in comps.items() for node, comp in c.items()],
+            "ns string, first_node string, comp long")
+        fanout = spark.createDataFrame(
+            [(ns, list(range(parts[ns]))) for ns in comps], "ns string, comps array<long>")
+        routed = (accepted
+                  .withColumn("first_node", F.when(F.size("nodes") > 0, F.col("nodes")[0]))
+                  .join(F.broadcast(mapping), ["ns", "first_node"], "left")
+                  .join(F.broadcast(fanout), ["ns"], "left")
+                  .select("ns", "seq", "ts", "op", "source", "line", "text",
+                          F.posexplode(F.when(F.col("comp").isNull(), F.col("comps"))
+                                       .otherwise(F.array(F.col("comp")))).alias("pos", "comp"))
+                  .withColumn("primary", F.col("pos") == 0))
+        say("replaying (one task per name server and broker-group set)")
+        replayed = keep(routed.repartition(F.col("ns"), F.col("comp"))
+                        .sortWithinPartitions("ns", "comp", "seq")
+                        .select("ns", "comp", "primary", "seq", "ts", "op", "source", "line",
+                                "text")
+                        .mapInArrow(_replay_step(spans), _TAGGED_DDL))
+        rows = replayed.unionByName(stage2.filter(F.col("kind") == "row"))
+
+    def table(name: str, tagged: Any) -> Any:
+        spec = TABLES[name]
+        return (tagged.filter(F.col("tbl") == name)
+                .select(F.from_json("payload", spec.spark_schema()).alias("r")).select("r.*"))
+
+    say("sweeping topics")
+    contrib = (rows.filter(F.col("tbl") == "contrib")
+               .select(F.from_json("payload", _CONTRIB_DDL).alias("c")).select("c.*"))
+    swept = keep(contrib.repartition(F.col("topic"))
+                 .sortWithinPartitions("topic", "at_ms", "ns", "seq", "part")
+                 .mapInArrow(_topic_step(spans, at), _TAGGED_DDL))
+    tables: dict[str, Any] = {}
+    for name in ("sessions", "expiries", "rejected"):
+        tables[name] = table(name, rows)
+    for name in ("route_changes", "routes_at", "disagreement", "disagreement_totals",
+                 "availability"):
+        tables[name] = table(name, swept)
+
+    say("counting rejected lines")
+    rejected_by_ns = {r["ns"]: int(r["count"]) for r in
+                      tables["rejected"].filter(F.col("ns").isNotNull()).groupBy("ns")
+                      .count().collect()}
+    ns_rows = name_server_rows(stats, rejected_by_ns)
+    tables["name_servers"] = spark.createDataFrame(
+        [tuple(r[c] for c in TABLES["name_servers"].names) for r in ns_rows],
+        TABLES["name_servers"].spark_schema())
+    ordered = {name: tables[name] for name in TABLES}
+    if strict:
+        total = sum(rejected_by_ns.values()) + tables["rejected"].filter(
+            F.col("ns").isNull()).count()
+        if total:
+            first = tables["rejected"].orderBy(*TABLES["rejected"].key).limit(5).collect()
+            raise RejectedRecords([r.asDict(recursive=True) for r in first], total=total)
+    return Analysis(tables=ordered, partitions=parts, persisted=tuple(persisted))
+
+
+def rows_equal(left: Mapping[str, list[Row]], right: Mapping[str, list[Row]]) -> list[str]:
+    """Names of the tables whose rows differ (for tests and the benchmark's check)."""
+    return [name for name in TABLES if list(left.get(name, [])) != list(right.get(name, []))]

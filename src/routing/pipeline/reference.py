@@ -1,0 +1,203 @@
+"""The pure-Python reference: the whole analysis in one process, no Spark.
+
+`analyze_local` reads every line with one `routing.journal.JournalReader`, replays each name
+server whole with `routing.journal.Replayer`, derives the rows from the library's events
+(``_outputs.py``), then runs the per-topic sweep (``_topics.py``). The Spark pipeline
+(`routing.pipeline.analyze`) runs the same functions inside partitions and must return the
+same rows; the differential tests compare them row for row.
+
+>>> import io, routing as r
+>>> from routing.journal import JournalRecorder
+>>> clock = r.ManualClock(start_ms=0)
+>>> sink = io.StringIO()
+>>> ns = JournalRecorder(r.RouteInfoManager(clock=clock), sink, nameserver_id="ns-0")
+>>> _ = ns.register(r.Registration(cluster="c", broker_name="b", broker_id=0,
+...     broker_addr="10.0.0.1:10911", topics={t: r.TopicConfig(topic_name=t) for t in "TU"}))
+>>> _ = clock.advance(125_000)
+>>> _ = ns.scan_expired()
+>>> tables = analyze_local({"ns-0.jsonl": sink.getvalue().splitlines()})
+>>> [(s["broker_addr"], s["end_reason"], s["duration_ms"]) for s in tables["sessions"]]
+[('10.0.0.1:10911', 'expired', 125000)]
+>>> [(e["latency_ms"], e["overdue_ms"]) for e in tables["expiries"]]
+[(125000, 5000)]
+>>> [(c["topic"], c["at_ms"], c["present"], c["writable_queue_count"])
+...  for c in tables["route_changes"]][:2]
+[('T', 0, True, 16), ('T', 125000, False, 0)]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeAlias
+
+from ..journal import JournalEntry, JournalHeader, JournalRecord
+from ._outputs import Emitted, ReplayDeriver, Row
+from ._read import (
+    NsReading,
+    NsStats,
+    expand_local,
+    iter_lines,
+    name_server_rows,
+    rejected_counts,
+)
+from ._schema import TABLES, sort_rows
+from ._topics import Contribution, sweep_topic
+
+__all__ = [
+    "RejectedRecords", "Sources", "analyze_local", "analyze_partitioned", "check_strict",
+    "lines_of",
+]
+
+#: Journal paths (files or folders; JSON Lines, gzip or Parquet copies), in-memory journals
+#: as {source name: lines}, or decoded entries (`JournalHeader`/`JournalRecord`).
+Sources: TypeAlias = (
+    str | os.PathLike[str] | Mapping[str, Iterable[str]]
+    | Sequence[str | os.PathLike[str]] | Iterable[JournalEntry]
+)
+
+
+class RejectedRecords(ValueError):
+    """``strict`` was asked and some lines were set aside: ``total`` of them; ``rows`` are
+    the first ones (all of them from the reference)."""
+
+    def __init__(self, rows: Sequence[Row], *, total: int | None = None) -> None:
+        total = len(rows) if total is None else total
+        shown = "; ".join(f"{r['source']}:{r['line']}: {r['reason']}" for r in rows[:5])
+        more = f" (and {total - 5} more)" if total > 5 else ""
+        super().__init__(f"{total} journal line(s) rejected (--strict): {shown}{more}")
+        self.rows = tuple(rows)
+        self.total = total
+
+
+def check_strict(rejected: Sequence[Row]) -> None:
+    """Raise `RejectedRecords` if anything was rejected (the ``--strict`` rule)."""
+    if rejected:
+        raise RejectedRecords(sort_rows(TABLES["rejected"], rejected))
+
+
+def lines_of(sources: Sources) -> Iterator[tuple[str, int, str]] | list[JournalEntry]:
+    """(source, line, text) in reading order, or the entries themselves when given entries."""
+    if isinstance(sources, str | os.PathLike):
+        return iter_lines(expand_local([sources]))
+    if isinstance(sources, Mapping):
+        return ((name, number, text) for name, lines in sources.items()
+                for number, text in enumerate(lines, start=1))
+    items = list(sources)
+    if all(isinstance(i, JournalHeader | JournalRecord) for i in items) and items:
+        return [i for i in items if isinstance(i, JournalHeader | JournalRecord)]
+    paths: list[str | os.PathLike[str]] = []
+    for i in items:
+        if not isinstance(i, str | os.PathLike):
+            raise TypeError(f"expected journal paths, {{name: lines}} or journal entries, "
+                            f"got {i!r:.80}")
+        paths.append(i)
+    return iter_lines(expand_local(paths))
+
+
+def analyze_local(sources: Sources, *, at: Sequence[int] = (),
+                  strict: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Every output table as a list of rows (dicts), each sorted by the table's key.
+
+    ``at`` are the times (ms) for ``routes_at``. ``strict`` raises `RejectedRecords` when
+    any line was set aside. Memory: the rows, plus one manager per name server.
+    """
+    reading = NsReading()
+    derivers: dict[str, ReplayDeriver] = {}
+    out: dict[str, list[Row]] = {name: [] for name in TABLES}
+    contribs: dict[str, list[Contribution]] = {}
+
+    def take(rows: Iterable[Emitted]) -> None:
+        for table, row in rows:
+            if table == "contrib":
+                contribs.setdefault(row["topic"], []).append(Contribution(**row))
+            else:
+                out[table].append(row)
+
+    source = lines_of(sources)
+    for item in source:
+        if isinstance(item, JournalHeader | JournalRecord):
+            entry: JournalEntry | None = item
+            where = ("<entries>", item.seq, "")
+            stats = reading.stats.get(item.nameserver_id)
+            if stats is None and isinstance(item, JournalHeader):
+                stats = reading.stats[item.nameserver_id] = NsStats(
+                    ns=item.nameserver_id, first_ms=item.start_ms, last_ms=item.start_ms)
+            if stats is not None:
+                stats.see(item)
+        else:
+            name, number, text = item
+            where = (name, number, text)
+            entry = reading.feed(text, name, number)
+        if entry is None:
+            continue
+        deriver = derivers.get(entry.nameserver_id)
+        if deriver is None:
+            deriver = derivers[entry.nameserver_id] = ReplayDeriver(
+                entry.nameserver_id, 0, end_ms=0)
+        take(deriver.apply(entry, where))
+    for ns, deriver in derivers.items():
+        stats = reading.stats.get(ns)
+        deriver.end_ms = stats.last_ms if stats is not None else 0
+        take(deriver.finish())
+    out["rejected"].extend(reading.rejected)
+    spans = {ns: (s.first_ms, s.last_ms) for ns, s in reading.stats.items()}
+    for topic in sorted(contribs):
+        items = sorted(contribs[topic], key=lambda c: (c.at_ms, c.ns, c.seq, c.part))
+        take(sweep_topic(topic, items, spans, at))
+    out["name_servers"] = name_server_rows(reading.stats.values(),
+                                           rejected_counts(out["rejected"]))
+    if strict:
+        check_strict(out["rejected"])
+    return {name: sort_rows(TABLES[name], rows) for name, rows in out.items()}
+
+
+def analyze_partitioned(sources: Mapping[str, Iterable[str]] | Sequence[str | os.PathLike[str]],
+                        *, at: Sequence[int] = ()) -> dict[str, list[dict[str, Any]]]:
+    """The Spark plan of ``partition="group"``, run in this process: read each name server,
+    split it into the broker-group components of ``_plan.py`` (copying the entries that
+    touch the whole server), re-read and replay every component on its own, then merge the
+    route contributions per topic. Must equal `analyze_local`; the tests use it to check
+    that the partitioning is exact on many more inputs than Spark could run."""
+    from ..journal import JournalReader
+    from ._plan import component_count, components, nodes_of, replay_entry
+
+    reading = NsReading()
+    accepted: list[tuple[JournalEntry, tuple[str, int, str], tuple[str, ...]]] = []
+    for name, number, text in lines_of(sources):  # type: ignore[misc]
+        entry = reading.feed(text, name, number)
+        if entry is not None:
+            accepted.append((entry, (name, number, text), nodes_of(entry)))
+    comps = components([(e.nameserver_id, nodes) for e, _w, nodes in accepted]
+                       + [(ns, ()) for ns in reading.stats])
+    out: dict[str, list[Row]] = {name: [] for name in TABLES}
+    contribs: dict[str, list[Contribution]] = {}
+    spans = {ns: (s.first_ms, s.last_ms) for ns, s in reading.stats.items()}
+    for ns in sorted(comps):
+        mine = sorted((x for x in accepted if x[0].nameserver_id == ns), key=lambda x: x[0].seq)
+        for part in range(component_count(comps[ns])):
+            reader = JournalReader()
+            deriver = ReplayDeriver(ns, part, end_ms=spans[ns][1])
+            emitted: list[Emitted] = []
+            for entry, (name, number, text), nodes in mine:
+                if nodes and comps[ns][nodes[0]] != part:
+                    continue
+                again = replay_entry(reader, ns, entry.seq, entry.at_ms, entry.op, name,
+                                     number, text)
+                emitted.extend(deriver.apply(again, (name, number, text),
+                                             primary=bool(nodes) or part == 0))
+            emitted.extend(deriver.finish())
+            for table, row in emitted:
+                if table == "contrib":
+                    contribs.setdefault(row["topic"], []).append(Contribution(**row))
+                else:
+                    out[table].append(row)
+    out["rejected"].extend(reading.rejected)
+    for topic in sorted(contribs):
+        items = sorted(contribs[topic], key=lambda c: (c.at_ms, c.ns, c.seq, c.part))
+        out_rows = sweep_topic(topic, items, spans, at)
+        for table, row in out_rows:
+            out[table].append(row)
+    out["name_servers"] = name_server_rows(reading.stats.values(),
+                                           rejected_counts(out["rejected"]))
+    return {name: sort_rows(TABLES[name], rows) for name, rows in out.items()}

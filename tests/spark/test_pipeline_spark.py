@@ -1,0 +1,241 @@
+"""Differential tests: the Spark pipeline returns, row for row, what the pure-Python
+reference (`routing.pipeline.reference.analyze_local`) computes.
+
+Inputs: simulator journals (three seeds, heavy faults, renamed so they can be read
+together), hypothesis-generated operation sequences with damaged lines, gzip files, a
+Parquet copy and a file split into many Spark partitions. Every Spark run is a few seconds,
+so each test analyzes one combined input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from routing.pipeline import RejectedRecords, analyze, analyze_local, to_parquet
+from routing.pipeline._cli import analyze_command
+from routing.pipeline._scenarios import damage, operations, play
+from routing.pipeline._schema import TABLES, sort_rows
+from routing.pipeline._spark import read_lines, rows_equal
+from routing.sim import SimConfig, simulate
+
+pytestmark = pytest.mark.spark
+
+AT = (600_000, 1_800_000)
+
+
+def _diff(expected: dict[str, list[dict[str, Any]]], got: dict[str, list[dict[str, Any]]]
+          ) -> str:
+    """A readable account of the first difference per table."""
+    lines = []
+    for name in rows_equal(expected, got):
+        want, have = expected[name], got[name]
+        missing = [r for r in want if r not in have][:2]
+        extra = [r for r in have if r not in want][:2]
+        lines.append(f"{name}: {len(want)} rows expected, {len(have)} got; "
+                     f"missing {missing}; unexpected {extra}")
+    return "\n".join(lines)
+
+
+def _renamed(lines: list[str], prefix: str) -> list[str]:
+    return [line.replace('"ns-', f'"{prefix}-ns-') for line in lines]
+
+
+@pytest.fixture(scope="module")
+def sim_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three seeds (heavy faults) as nine name servers in one folder; one seed gzipped;
+    one journal damaged with bad lines."""
+    root = tmp_path_factory.mktemp("sim")
+    for seed in (1, 2, 3):
+        result = simulate(SimConfig(groups=4, slaves=1, nameservers=3, duration_ms=2_100_000,
+                                    seed=seed, faults="heavy"))
+        for ns, text in sorted(result.journal_texts.items()):
+            lines = _renamed(text.splitlines(), f"s{seed}")
+            if seed == 2 and ns == "ns-1":
+                lines = damage({"x": lines}, seed)["x"]
+            name = f"s{seed}-{ns}.jsonl"
+            if seed == 3:
+                with gzip.open(root / f"{name}.gz", "wt", encoding="utf-8") as out:
+                    out.write("\n".join(lines) + "\n")
+            else:
+                (root / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def sim_expected(sim_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    return analyze_local(sim_dir, at=AT)
+
+
+def test_simulator_journals_split_by_broker_group_equal_the_reference(
+        spark: Any, sim_dir: Path, sim_expected: dict[str, list[dict[str, Any]]]) -> None:
+    analysis = analyze(spark, [str(sim_dir)], at=AT, partition="group")
+    got = analysis.collect()
+    analysis.unpersist()
+    assert not rows_equal(sim_expected, got), _diff(sim_expected, got)
+    # the comparison is not vacuous: several replay partitions, every kind of row
+    assert max(analysis.partitions.values()) > 1
+    reasons = {r["end_reason"] for r in sim_expected["sessions"]}
+    assert {"expired", "open", "restart"} <= reasons
+    assert sim_expected["expiries"] and sim_expected["disagreement"]
+    assert {r["stage"] for r in sim_expected["rejected"]} == {"read", "replay"}
+    assert {r["at_ms"] for r in sim_expected["routes_at"]} == set(AT)
+
+
+def test_simulator_journals_split_by_name_server_equal_the_reference(
+        spark: Any, sim_dir: Path, sim_expected: dict[str, list[dict[str, Any]]]) -> None:
+    analysis = analyze(spark, str(sim_dir), at=AT, partition="ns")
+    got = analysis.collect()
+    analysis.unpersist()
+    assert not rows_equal(sim_expected, got), _diff(sim_expected, got)
+    assert set(analysis.partitions.values()) == {1}
+
+
+@settings(max_examples=3, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(st.tuples(operations(min_size=20, max_size=100), st.integers(0, 2),
+                          st.booleans()), min_size=5, max_size=5))
+def test_generated_operation_sequences_equal_the_reference(
+        spark: Any, batch: list[tuple[list[Any], int, bool]]) -> None:
+    journals: dict[str, list[str]] = {}
+    for i, (ops, config, damaged) in enumerate(batch):
+        played = play(ops, nameservers=3, config=config, prefix=f"x{i}")
+        journals.update(damage(played, i) if damaged else played)
+    expected = analyze_local(journals, at=(50_000, 400_000))
+    analysis = analyze(spark, journals, at=(50_000, 400_000))
+    got = analysis.collect()
+    analysis.unpersist()
+    assert not rows_equal(expected, got), _diff(expected, got)
+
+
+def test_a_parquet_copy_reads_like_the_original_files(
+        spark: Any, sim_dir: Path, tmp_path: Path,
+        sim_expected: dict[str, list[dict[str, Any]]]) -> None:
+    copy = tmp_path / "journals.parquet"
+    lines = to_parquet(spark, [str(sim_dir)], str(copy))
+    assert lines == sum(1 for _ in read_lines(spark, str(sim_dir)).toLocalIterator())
+    assert analyze_local(copy, at=AT) == sim_expected  # the reference reads the copy too
+    analysis = analyze(spark, str(copy), at=AT, partition="ns")
+    got = analysis.collect()
+    analysis.unpersist()
+    assert not rows_equal(sim_expected, got), _diff(sim_expected, got)
+
+
+def test_line_numbers_survive_files_split_into_many_partitions(
+        spark: Any, tmp_path: Path) -> None:
+    text = [json.dumps({"n": i, "pad": "x" * (i % 97)}) for i in range(3_000)]
+    text[1234] = "\r"  # a lone carriage return is not a line break (only \n is)
+    text[2000] = b"\xff\xfe{\xc3".decode("utf-8", errors="replace")  # not UTF-8: replaced
+    plain = tmp_path / "a.jsonl"
+    plain.write_bytes(("\n".join(text) + "\n").encode("utf-8").replace(
+        text[2000].encode("utf-8"), b"\xff\xfe{\xc3"))
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt", encoding="utf-8") as out:
+        out.write("\n".join(text[:500]))  # no final newline
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "20000")
+    try:
+        df = read_lines(spark, [str(plain), str(tmp_path / "b.jsonl.gz")])
+        assert df.rdd.getNumPartitions() > 5
+        rows = sorted((r["source"], r["line"], r["text"]) for r in df.collect())
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+    expected = sorted([(str(plain), i + 1, t) for i, t in enumerate(text)]
+                      + [(str(tmp_path / "b.jsonl.gz"), i + 1, t)
+                         for i, t in enumerate(text[:500])])
+    assert rows == expected
+
+
+def test_lines_whose_name_server_spark_misreads_are_re_read_with_python_keys(
+        spark: Any) -> None:
+    journals = play([("register", 3, 0, 0, 0, 0, [0, 1], 0, 0, None, False, 4, True),
+                     ("advance", 130_000), ("heartbeat", 1, 0, 0)], nameservers=2)
+    # duplicate keys: Spark's JSON path takes the first "ns", Python's json the last
+    forged = json.loads(journals["ns-0.jsonl"][-1])
+    forged["seq"] += 10
+    text = json.dumps(forged).replace('{"ns": "ns-0"', '{"ns": "ns-1", "ns": "ns-0"', 1)
+    journals["ns-0.jsonl"].append(text)
+    steps: list[str] = []
+    analysis = analyze(spark, journals, progress=steps.append)
+    got = analysis.collect()
+    analysis.unpersist()
+    expected = analyze_local(journals)
+    assert not rows_equal(expected, got), _diff(expected, got)
+    assert any("Python's keys" in s for s in steps)
+
+
+def test_strict_mode_fails_on_rejected_lines_and_counts_them(spark: Any) -> None:
+    journals = damage(play([("register", 3, 0, 0, 0, 0, [0, 1], 0, 0, None, False, 4, True),
+                            ("advance", 5_000)], nameservers=2), seed=7)
+    expected = analyze_local(journals)["rejected"]
+    with pytest.raises(RejectedRecords) as caught:
+        analyze(spark, journals, strict=True, partition="ns")
+    assert caught.value.total == len(expected) > 5
+    assert [r["line"] for r in caught.value.rows] == [r["line"] for r in expected[:5]]
+
+
+def test_the_cli_writes_every_table_as_parquet(
+        spark: Any, sim_dir: Path, tmp_path: Path,
+        sim_expected: dict[str, list[dict[str, Any]]]) -> None:
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out"
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        result = CliRunner().invoke(analyze_command, [
+            str(sim_dir), "--out", str(out), "--master", "local[2]", "--at", "600000",
+            "--at", "T+0:30:00", "--partition", "ns"])
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    assert result.exit_code == 0, result.output
+    assert "Worst disagreement windows" in result.output
+    for name, table in TABLES.items():
+        rows = pq.read_table(out / name).to_pylist()
+        assert sort_rows(table, rows) == sim_expected[name], name
+    assert pq.read_table(out / "sessions").schema.names == list(TABLES["sessions"].names)
+
+
+def test_the_demo_simulates_analyzes_prints_and_draws(spark: Any, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    from rich.console import Console
+
+    from routing.pipeline._demo import run_demo
+
+    out = io.StringIO()
+    config = SimConfig(groups=3, slaves=1, nameservers=2, duration_ms=1_200_000, seed=5,
+                       faults="heavy")
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        run_demo(tmp_path, config=config, console=Console(file=out, width=150))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    text = out.getvalue()
+    for heading in ("Broker sessions", "Expiries", "Worst disagreement windows", "timeline:"):
+        assert heading in text
+    assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
+    assert "data:image/png;base64," in (tmp_path / "timeline.html").read_text()
+    expected = analyze_local(tmp_path / "journals", at=[600_000])
+    for name in ("sessions", "expiries", "disagreement"):
+        got = pq.read_table(tmp_path / "tables" / name).to_pylist()
+        assert sort_rows(TABLES[name], got) == expected[name], name
+    assert spark.range(3).count() == 3  # the shared session was not stopped
+
+
+def test_the_session_is_set_up_as_the_notes_require(spark: Any) -> None:
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.ui.enabled") == "false"
+    assert conf.get("spark.ui.showConsoleProgress") == "false"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert "TieredStopAtLevel=1" in conf.get("spark.driver.extraJavaOptions")
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
