@@ -439,3 +439,19 @@ def test_changes_only_skips_quiet_calls() -> None:
     events = list(replay(read_journal(_journal()).records, changes_only=True))
     assert [e.op for e in events] == ["register", "register"]
     assert all(e.change is not None for e in events)
+
+
+def test_a_line_that_is_not_utf8_is_rejected_alone(tmp_path):
+    """Found by the pipeline work: bad bytes used to abort the whole file."""
+    from routing.journal import read_journal
+
+    path = tmp_path / "ns.jsonl"
+    header = (b'{"journal":"routing","version":1,"nameserver":"ns-0","config":{},'
+              b'"start_ms":0}\n')
+    scan = b'{"ns":"ns-0","seq":1,"ts":5,"op":"scan","args":{}}\n'
+    path.write_bytes(header + b"\xff\xfe\n" + scan)
+    result = read_journal(path)
+    assert [type(r).__name__ for r in result.records] == ["JournalHeader", "JournalRecord"]
+    (bad,) = result.rejected
+    assert (bad.line_number, bad.reason) == (2, "not valid UTF-8")
+    assert "\ufffd" in bad.text

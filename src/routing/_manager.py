@@ -488,6 +488,13 @@ class RouteInfoManager:
             fail("topic", topic, "a str")
         return route
 
+    def stored_route(self, topic: str) -> TopicRouteData | None:
+        """The route the tables hold for ``topic``, even inside the readiness window (D10),
+        for hosts and tools that report state rather than serve clients. O(1)."""
+        if not isinstance(topic, str):
+            fail("topic", topic, "a str")
+        return self._routes.get(topic)
+
     def route_version(self, topic: str) -> int:
         """A number that changes whenever ``topic``'s route changes (0: never had one).
         Versions are unique across topics and only grow; cache routes by them. O(1)."""

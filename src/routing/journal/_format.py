@@ -154,9 +154,12 @@ def open_journal(path: str | os.PathLike[str], mode: str = "r") -> IO[str]:
     if mode == "r":
         with open(name, "rb") as probe:
             compressed = probe.read(2) == b"\x1f\x8b"
+        # surrogateescape: a line with bytes that are not UTF-8 reaches the reader, which
+        # rejects that line alone (instead of the whole file failing to decode).
         if compressed:
-            return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8", newline="\n")
-        return open(name, encoding="utf-8", newline="\n")
+            return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8", newline="\n",
+                                    errors="surrogateescape")
+        return open(name, encoding="utf-8", newline="\n", errors="surrogateescape")
     if name.endswith(".gz"):
         raw = open(name, mode + "b")  # noqa: SIM115 - owned by the returned wrapper
         gz = gzip.GzipFile(filename="", mode=mode + "b", fileobj=raw, mtime=0)

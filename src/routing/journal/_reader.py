@@ -130,6 +130,11 @@ class JournalReader:
         """Validate one line; return the decoded entry or the rejection."""
         line = text.rstrip("\r\n")
         try:
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:
+                line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                raise _Bad("not valid UTF-8") from None
             if not line.strip():
                 raise _Bad("blank line")
             try:

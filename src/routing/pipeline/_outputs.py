@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .._errors import NotReady
 from .._manager import RouteInfoManager
 from .._messages import BrokerRegistered, BrokerRemoved, ExpiredBroker, VersionAnswer
 from .._values import TopicRouteData
@@ -69,11 +68,7 @@ class _Session:
 def _route_of(manager: RouteInfoManager, topic: str) -> TopicRouteData | None:
     """The stored route, also while the readiness window (D10) makes pickup_route refuse:
     the pipeline reports what the tables held, not whether the server answered yet."""
-    try:
-        return manager.pickup_route(topic)
-    except NotReady:
-        routes: dict[str, TopicRouteData] = manager._routes  # no public peek exists
-        return routes.get(topic)
+    return manager.stored_route(topic)
 
 
 class ReplayDeriver:
