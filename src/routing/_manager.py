@@ -387,20 +387,20 @@ class RouteInfoManager:
         live = st.drop_live(key)
         assert live is not None
         addr = key[1]
-        names = set(st.groups_of_addr.get(key, ()))
+        names = st.groups_of_addr.get(key, ())
         own = st.groups.get(live.broker_name)
-        if own is not None and addr in own.addrs.values():
-            names.add(live.broker_name)
-        for name in sorted(names):
+        if own is not None and live.broker_name not in names and addr in own.addrs.values():
+            names = {*names, live.broker_name}  # registered into a group of another cluster
+        for name in sorted(names) if len(names) > 1 else tuple(names):
             group = st.groups[name]
             member_id = next(i for i, a in group.addrs.items() if a == addr)
             self._remove_member(group, addr, member_id, notices)
         if self._listener is not None:
             removed.append(self._removed(live, reason))
-        return ExpiredBroker(cluster=key[0], broker_addr=addr, broker_name=live.broker_name,
-                             broker_id=live.broker_id, channel=live.channel,
-                             last_update_ms=live.last_update, timeout_ms=live.timeout,
-                             generation=live.generation)
+        return unchecked(ExpiredBroker, cluster=key[0], broker_addr=addr,
+                         broker_name=live.broker_name, broker_id=live.broker_id,
+                         channel=live.channel, last_update_ms=live.last_update,
+                         timeout_ms=live.timeout, generation=live.generation)
 
     def _remove_member(self, group: Group, addr: str, broker_id: int,
                        notices: list[MinBrokerIdChanged]) -> bool:
@@ -692,28 +692,31 @@ class RouteInfoManager:
         changed: list[str] = []
         topic_queue = self._state.topic_queue
         routes, versions = self._routes, self._route_versions
-        unit, unit_sub, unit_sub_non_unit = self._unit, self._unit_sub, self._unit_sub_non_unit
-        for topic in touched:
-            if topic not in topic_queue:  # the topic is gone: no rebuild, in no unit set
-                if routes.pop(topic, None) is not None:
-                    self._version_seq += 1
-                    versions[topic] = self._version_seq
+        seq = self._version_seq
+        gone = [t for t in touched if t not in topic_queue]
+        if gone:  # topics that vanished: no rebuild, in no unit set (the O(T_b) of a removal)
+            pop = routes.pop
+            for topic in gone:
+                if pop(topic, None) is not None:
+                    seq += 1
+                    versions[topic] = seq
                     changed.append(topic)
-                unit.discard(topic)
-                unit_sub.discard(topic)
-                unit_sub_non_unit.discard(topic)
-                continue
+            self._unit.difference_update(gone)
+            self._unit_sub.difference_update(gone)
+            self._unit_sub_non_unit.difference_update(gone)
+        for topic in touched if not gone else [t for t in touched if t in topic_queue]:
             route = build_route(self._state, topic,
                                 support_acting_master=self._config.support_acting_master)
             if route != routes.get(topic):
-                self._version_seq += 1
-                self._route_versions[topic] = self._version_seq
+                seq += 1
+                versions[topic] = seq
                 if route is None:
                     del routes[topic]
                 else:
                     routes[topic] = route
                 changed.append(topic)
             self._update_unit_sets(topic)
+        self._version_seq = seq
         if self._listener is None or not (changed or registered or removed or notices):
             return None
         return RouteChange(at_ms=now, operation=operation, changed_topics=frozenset(changed),
