@@ -44,6 +44,7 @@ from ._values import (
     QueueData,
     TopicRouteData,
     TopicSysFlag,
+    queue_row,
     unchecked,
 )
 
@@ -260,10 +261,7 @@ class RouteInfoManager:
                 if wipe_write and perm & Perm.WRITE:
                     # Java clears the bit on the caller's TopicConfig; we never mutate inputs.
                     perm = Perm(perm & _NO_WRITE)
-                st.put_row(topic, unchecked(
-                    QueueData, broker_name=name, read_queue_nums=config.read_queue_nums,
-                    write_queue_nums=config.write_queue_nums, perm=perm,
-                    topic_sys_flag=config.topic_sys_flag))
+                st.put_row(topic, queue_row(config, name, perm))
         if rewrite_all:
             for topic, info in reg.topic_queue_mappings.items():
                 st.put_mapping(topic, info)
@@ -285,16 +283,8 @@ class RouteInfoManager:
         check_int("broker_id", broker_id, low=0)
         if generation is not None:
             check_int("generation", generation, low=0)
-        with self._lock:
-            now = self._now()
-            removed: list[BrokerRemoved] = []
-            notices: list[MinBrokerIdChanged] = []
-            outcome = self._unregister(cluster, broker_addr, broker_name, broker_id, generation,
-                                       removed, notices)
-            event = self._commit(now, "unregister", removed=tuple(removed), notices=notices)
-        if event is not None:
-            self._emit(event)
-        return outcome
+        return self._apply_unregisters(
+            ((cluster, broker_addr, broker_name, broker_id, generation),))[0]
 
     def unregister_many(self, requests: Iterable[UnregisterRequest]) -> tuple[bool, ...]:
         """Apply several unregisters under one lock (Java's batch worker), in order."""
@@ -302,13 +292,19 @@ class RouteInfoManager:
         for i, req in enumerate(batch):
             if not isinstance(req, UnregisterRequest):
                 fail(f"requests[{i}]", req, "an UnregisterRequest")
+        return self._apply_unregisters(
+            (r.cluster, r.broker_addr, r.broker_name, r.broker_id, r.generation) for r in batch)
+
+    def _apply_unregisters(
+        self, requests: Iterable[tuple[str, str, str, int, int | None]]
+    ) -> tuple[bool, ...]:
+        """Validated (cluster, addr, broker name, broker id, generation) requests, applied
+        in order under one lock, with one commit and one event."""
         with self._lock:
             now = self._now()
             removed: list[BrokerRemoved] = []
             notices: list[MinBrokerIdChanged] = []
-            outcome = tuple(self._unregister(req.cluster, req.broker_addr, req.broker_name,
-                                             req.broker_id, req.generation, removed, notices)
-                            for req in batch)
+            outcome = tuple(self._unregister(*req, removed, notices) for req in requests)
             event = self._commit(now, "unregister", removed=tuple(removed), notices=notices)
         if event is not None:
             self._emit(event)

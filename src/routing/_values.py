@@ -190,12 +190,7 @@ class TopicConfig:
 
     def to_queue_data(self, broker_name: str) -> QueueData:
         """Java ``createAndUpdateQueueData``'s conversion. ``broker_name`` must be valid."""
-        check_name("broker_name", broker_name)
-        return unchecked(
-            QueueData, broker_name=broker_name, read_queue_nums=self.read_queue_nums,
-            write_queue_nums=self.write_queue_nums, perm=self.perm,
-            topic_sys_flag=self.topic_sys_flag,
-        )
+        return queue_row(self, check_name("broker_name", broker_name), self.perm)
 
     def to_json(self) -> j.JsonDoc:
         return {
@@ -269,6 +264,15 @@ class QueueData:
             perm=j.as_int(j.get(doc, "perm", 6), "QueueData.perm"),
             topic_sys_flag=j.as_int(j.get(doc, "topicSysFlag", 0), "QueueData.topicSysFlag"),
         )
+
+
+def queue_row(config: TopicConfig, broker_name: str, perm: Perm) -> QueueData:
+    """The row a group writes for ``config``, with ``perm`` (which may differ from the
+    config's, e.g. without the write bit). Trusted: arguments must already be valid."""
+    return unchecked(
+        QueueData, broker_name=broker_name, read_queue_nums=config.read_queue_nums,
+        write_queue_nums=config.write_queue_nums, perm=perm,
+        topic_sys_flag=config.topic_sys_flag)
 
 
 # --------------------------------------------------------------------------- brokers
