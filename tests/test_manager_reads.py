@@ -47,6 +47,19 @@ def test_route_version_unchanged_by_a_refresh_and_unique_across_topics(mgr):
     assert mgr.route_version("unknown") == 0
 
 
+def test_route_version_goes_with_a_vanished_topic_and_comes_back_higher(mgr, clock):
+    """A topic's version leaves with its last row (no per-topic residue under churn); a
+    topic that comes back gets a version above every one handed out before."""
+    mgr.register(reg("a", 0, "h:1"))
+    before = max(mgr.route_version("T1"), mgr.route_version("T2"))
+    assert mgr.unregister(cluster="c1", broker_addr="h:1", broker_name="a", broker_id=0)
+    assert mgr.route_version("T1") == 0 and mgr.pickup_route("T1") is None
+    assert "T1" not in mgr._state.topics  # white box: nothing kept for the topic
+    mgr.register(reg("a", 0, "h:1"))
+    assert mgr.route_version("T1") > before
+    mgr.check_invariants()
+
+
 def test_unknown_topic_has_no_route(mgr):
     assert mgr.pickup_route("nope") is None
     with pytest.raises(r.InvalidRequest, match="topic"):
@@ -152,7 +165,8 @@ def test_check_invariants_reports_every_corruption(mgr):
     mgr.register(reg("a", 0, "h:1"))
     mgr.check_invariants()
     state = mgr._state  # white box: corrupt two indexes on purpose
-    state.topics_of_group["a"].add("GHOST")
+    from routing._state import TopicEntry
+    state.topics_of_group["a"]["GHOST"] = TopicEntry()
     state.groups_of_addr.clear()
     with pytest.raises(r.InvariantViolation) as info:
         mgr.check_invariants()

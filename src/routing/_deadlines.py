@@ -4,11 +4,12 @@ Java's ``scanNotActiveBroker`` walks the whole live table every 5 s (O(L)). Here
 sit in one insertion-ordered bucket per distinct timeout (timeouts take few values: 120 000 ms
 by default, 10 000 ms for acting-master brokers). Because the clock never goes backwards,
 a refreshed key always has the latest deadline of its bucket, so ``move_to_end`` keeps
-every bucket sorted by deadline. A ``sortedcontainers.SortedList`` orders the bucket heads,
-so the earliest deadline overall is its first element.
+every bucket sorted by deadline. A ``sortedcontainers.SortedList`` orders the buckets by a
+recorded lower bound of their first deadline, so a scan walks only the front of it.
 
-Costs: refresh O(1); idle scan amortised O(1); each expiry O(log B), B = number of
-distinct timeouts.
+Costs: refresh O(1); idle scan O(1) (one comparison with `DeadlineIndex.lower_bound`);
+each expiry O(1) amortised, plus O(log B) when a bucket's record must be corrected
+(B = number of distinct timeouts).
 """
 
 from __future__ import annotations
@@ -27,133 +28,167 @@ K = TypeVar("K", bound=Hashable)
 class DeadlineIndex(Generic[K]):
     """Keys with deadlines (ms); ``pop_expired(now)`` yields keys whose deadline < now.
 
-    The sorted heads are lazily invalidated: a refresh only ever *raises* a deadline, so a
-    recorded head deadline is a lower bound of its bucket's real head, and is corrected
-    only when it reaches the front of the sorted list. A bucket that empties keeps its
-    record (a lower bound of nothing is still a lower bound) until a scan meets it at the
-    front, so a broker that re-registers with a timeout of its own does not re-seat the
-    sorted heads twice per cycle; at most `MAX_EMPTY_BUCKETS` empty buckets are kept.
+    Every bucket is seated in the sorted heads under a *recorded* deadline that is a lower
+    bound of its keys' deadlines. Records are corrected lazily: a refresh only ever raises
+    a deadline, so the record is fixed (one ``remove`` + ``add``) only when a scan reaches
+    a bucket whose record has passed but whose keys are not due. A bucket that empties
+    stays seated, marked empty, until more than `MAX_EMPTY_BUCKETS` are empty; scans skip
+    it, and a key entering it needs no re-seating. So a broker with a timeout of its own
+    that registers and expires over and over costs no sorted-list operation at all.
+
+    `lower_bound` is kept separately: a deadline no key is below, or None when there is
+    no key. Scans with ``now <= lower_bound`` return at once; a scan that does work
+    recomputes it from the first non-empty bucket's record.
+
+    The index does not remember which bucket a key is in: the caller passes the key's
+    timeout to `discard` (and its previous timeout to `set` when it changes). The
+    manager has it on the live entry, and a second key -> timeout table would cost a
+    dictionary entry per broker and a lookup on every expiry.
     """
 
     MAX_EMPTY_BUCKETS = 16
 
-    __slots__ = ("_buckets", "_empty", "_heads", "_recorded", "_timeout_of", "lower_bound")
+    __slots__ = ("_buckets", "_count", "_empty", "_heads", "_recorded", "lower_bound")
 
     def __init__(self) -> None:
-        # timeout -> (key -> deadline), oldest deadline first
+        # timeout -> (key -> deadline), oldest deadline first; every bucket is seated
         self._buckets: dict[int, OrderedDict[K, int]] = {}
-        # (recorded head deadline, timeout) of every seated bucket; lower bounds
+        # (recorded deadline, timeout) of every bucket; each record is a lower bound
         self._heads: SortedList = SortedList()
-        self._recorded: dict[int, int] = {}  # timeout -> recorded deadline, seated buckets
-        self._empty: set[int] = set()  # timeouts of empty buckets still seated
-        self._timeout_of: dict[K, int] = {}
-        #: A deadline (ms) no key is below, or None when nothing is seated: a scan with
+        self._recorded: dict[int, int] = {}  # timeout -> recorded deadline
+        self._empty: set[int] = set()  # timeouts of the empty buckets
+        self._count = 0
+        #: A deadline (ms) no key is below, or None when no key is held: a scan with
         #: ``now <= lower_bound`` has nothing to do. O(1) to read.
         self.lower_bound: int | None = None
 
     def __len__(self) -> int:
-        return len(self._timeout_of)
+        return self._count
 
     def __contains__(self, key: object) -> bool:
-        return key in self._timeout_of
+        """O(B), B = distinct timeouts."""
+        return any(key in bucket for bucket in self._buckets.values())
 
-    def set(self, key: K, *, timeout_ms: int, deadline_ms: int) -> None:
+    def set(self, key: K, *, timeout_ms: int, deadline_ms: int,
+            previous_timeout_ms: int | None = None) -> None:
         """Insert or refresh ``key``. ``deadline_ms`` must be >= every deadline already in
         the bucket of ``timeout_ms`` (true when deadline = now + timeout, now monotonic).
-        O(1); O(log B) when it seats a bucket."""
-        previous = self._timeout_of.get(key)
-        if previous is not None and previous != timeout_ms:
-            self.discard(key)
-            previous = None
+        A key that moves to another timeout needs ``previous_timeout_ms``. O(1); O(log B)
+        when it seats a new bucket (B = distinct timeouts)."""
+        if previous_timeout_ms is not None and previous_timeout_ms != timeout_ms:
+            self.discard(key, timeout_ms=previous_timeout_ms)
         bucket = self._buckets.get(timeout_ms)
         if bucket is None:
             bucket = self._buckets[timeout_ms] = OrderedDict()
-        if timeout_ms not in self._recorded:
-            self._seat(timeout_ms, deadline_ms)
+            self._recorded[timeout_ms] = deadline_ms
+            self._heads.add((deadline_ms, timeout_ms))
+            self._lower_to(deadline_ms)
         elif not bucket:
             self._empty.discard(timeout_ms)
-        bucket[key] = deadline_ms
-        if previous is not None:
+            self._lower_to(deadline_ms)  # the bucket's record may be far older: keep it
+        if key in bucket:
+            bucket[key] = deadline_ms
             bucket.move_to_end(key)
         else:
-            self._timeout_of[key] = timeout_ms
+            bucket[key] = deadline_ms
+            self._count += 1
 
-    def discard(self, key: K) -> None:
-        """Remove ``key`` if present. O(1)."""
-        timeout_ms = self._timeout_of.pop(key, None)
-        if timeout_ms is None:
+    def _lower_to(self, deadline_ms: int) -> None:
+        bound = self.lower_bound
+        if bound is None or deadline_ms < bound:
+            self.lower_bound = deadline_ms
+
+    def discard(self, key: K, *, timeout_ms: int) -> None:
+        """Remove ``key`` (held under ``timeout_ms``) if present. O(1); `lower_bound`
+        stays a valid (lower) bound."""
+        bucket = self._buckets.get(timeout_ms)
+        if bucket is None or bucket.pop(key, None) is None:
             return
-        bucket = self._buckets[timeout_ms]
-        del bucket[key]
+        self._count -= 1
         if not bucket:
             self._emptied(timeout_ms)
 
-    def _seat(self, timeout_ms: int, deadline_ms: int) -> None:
-        self._recorded[timeout_ms] = deadline_ms
-        self._heads.add((deadline_ms, timeout_ms))
-        self.lower_bound = self._heads[0][0]
-
-    def _unseat(self, timeout_ms: int) -> None:
-        self._heads.remove((self._recorded.pop(timeout_ms), timeout_ms))
-        self._empty.discard(timeout_ms)
-        del self._buckets[timeout_ms]
-        self.lower_bound = self._heads[0][0] if self._heads else None
-
     def _emptied(self, timeout_ms: int) -> None:
-        self._empty.add(timeout_ms)
-        if len(self._empty) > self.MAX_EMPTY_BUCKETS:
-            for timeout in list(self._empty):
-                self._unseat(timeout)
+        """Mark a bucket empty; past `MAX_EMPTY_BUCKETS`, unseat every empty one."""
+        empty = self._empty
+        empty.add(timeout_ms)
+        if len(empty) > self.MAX_EMPTY_BUCKETS:
+            self._unseat_empty()
 
-    def _settle(self) -> None:
-        """Correct stale head records until the first one is exact, unseating empty
-        buckets met at the front. Amortised O(log B)."""
-        heads = self._heads
-        while heads:
-            recorded, timeout_ms = heads[0]
-            bucket = self._buckets[timeout_ms]
-            if not bucket:
-                self._unseat(timeout_ms)
-                continue
-            real = next(iter(bucket.values()))
-            if real == recorded:
-                return
-            heads.remove((recorded, timeout_ms))
-            heads.add((real, timeout_ms))
-            self._recorded[timeout_ms] = real
-            self.lower_bound = heads[0][0]
+    def _unseat_empty(self) -> None:
+        """Unseat every empty bucket. O(e log B)."""
+        for timeout in self._empty:
+            self._heads.remove((self._recorded.pop(timeout), timeout))
+            del self._buckets[timeout]
+        self._empty.clear()
+        if not self._count:
+            self.lower_bound = None
 
     def earliest(self) -> int | None:
-        """The smallest deadline, or None when empty. Amortised O(1)."""
-        self._settle()
-        return self._heads[0][0] if self._heads else None
+        """The smallest deadline, or None when empty. O(B)."""
+        return min((next(iter(bucket.values())) for bucket in self._buckets.values()
+                    if bucket), default=None)
 
     def pop_expired(self, now_ms: int) -> list[K]:
-        """Remove and return every key with ``deadline < now_ms`` (D1's strict rule), earliest
-        first within each timeout bucket. O(1) when none is due; O(k + b log B) for k
-        expired keys from b buckets."""
+        """Remove and return every key with ``deadline < now_ms`` (D1's strict rule), in
+        deadline order (ties: by bucket, then by refresh order). O(1) when none is due;
+        otherwise one walk over the front of the sorted heads, O(k + e + b log B) for k
+        expired keys, e ≤ `MAX_EMPTY_BUCKETS` empty buckets passed and b buckets whose
+        record had to be corrected (plus O(k log k) when several buckets expire at once).
+        """
+        bound = self.lower_bound
+        if bound is None or bound >= now_ms:
+            return []
+        heads, buckets = self._heads, self._buckets
         expired: list[K] = []
-        heads = self._heads
-        while True:
-            self._settle()
-            if not heads or heads[0][0] >= now_ms:
-                return expired
-            timeout_ms = heads[0][1]
-            bucket = self._buckets[timeout_ms]
-            # drain this bucket's due keys (they are in deadline order), then re-settle
-            due = []
-            for key, deadline in bucket.items():
+        deadlines: list[int] = []  # beside `expired`, to merge several buckets' keys
+        sources = 0
+        fixes: list[tuple[tuple[int, int], int]] = []  # (stale head, real first deadline)
+        bound = None
+        for head in heads:  # nothing mutates the heads inside the walk
+            recorded, timeout_ms = head
+            if recorded >= now_ms:  # a lower bound of this and every later bucket
+                bound = recorded
+                break
+            bucket = buckets[timeout_ms]
+            if not bucket:
+                continue
+            values = bucket.values()
+            if next(reversed(values)) < now_ms:  # all due: empty the bucket, it stays seated
+                sources += 1
+                expired.extend(bucket)
+                deadlines.extend(values)
+                bucket.clear()
+                self._empty.add(timeout_ms)
+                continue
+            due = 0
+            for deadline in values:  # deadline order: the due keys come first
                 if deadline >= now_ms:
                     break
-                due.append(key)
-            for key in due:
-                del bucket[key]
-                del self._timeout_of[key]
-            expired.extend(due)
-            if not bucket:
-                self._emptied(timeout_ms)
-                if heads and heads[0][1] == timeout_ms:
-                    self._unseat(timeout_ms)  # an empty front bucket ends the loop cheaply
+                due += 1
+            if due:  # some, not all (the last deadline is not due)
+                sources += 1
+            for _ in range(due):
+                key, deadline = bucket.popitem(last=False)
+                expired.append(key)
+                deadlines.append(deadline)
+            fixes.append((head, next(iter(bucket.values()))))
+        self._count -= len(expired)
+        if fixes:
+            recorded_of = self._recorded
+            for head, real in fixes:
+                heads.remove(head)
+                heads.add((real, head[1]))
+                recorded_of[head[1]] = real
+                if bound is None or real < bound:
+                    bound = real
+        self.lower_bound = bound if self._count else None
+        if len(self._empty) > self.MAX_EMPTY_BUCKETS:
+            self._unseat_empty()
+        if sources > 1:  # stable: equal deadlines keep their walk order
+            order = sorted(range(len(expired)), key=deadlines.__getitem__)
+            return [expired[i] for i in order]
+        return expired
 
     def items(self) -> Iterator[tuple[K, int, int]]:
         """``(key, timeout_ms, deadline_ms)`` for every key, bucket by bucket. O(n)."""
@@ -164,6 +199,7 @@ class DeadlineIndex(Generic[K]):
     def problems(self) -> list[str]:
         """Self-check for `RouteInfoManager.check_invariants`. O(n log n)."""
         found: list[str] = []
+        seen: dict[K, int] = {}
         for timeout_ms, bucket in self._buckets.items():
             recorded = self._recorded.get(timeout_ms)
             if recorded is None:
@@ -182,16 +218,21 @@ class DeadlineIndex(Generic[K]):
                 found.append(f"deadline bucket {timeout_ms} ms head record {recorded} is not a "
                              f"lower bound of {deadlines[0]}")
             for key in bucket:
-                if self._timeout_of.get(key) != timeout_ms:
-                    found.append(f"deadline key {key!r} filed under the wrong timeout")
+                if seen.setdefault(key, timeout_ms) != timeout_ms:
+                    found.append(f"deadline key {key!r} is in buckets {seen[key]} and "
+                                 f"{timeout_ms}")
         if sorted((d, t) for t, d in self._recorded.items()) != list(self._heads):
             found.append("deadline head records disagree with the sorted heads")
         if set(self._recorded) != set(self._buckets):
             found.append("deadline head records and buckets cover different timeouts")
-        if self.lower_bound != (self._heads[0][0] if self._heads else None):
-            found.append(f"deadline lower bound {self.lower_bound} is not the first head")
+        if not self._empty <= set(self._buckets):
+            found.append("an empty-marked deadline bucket does not exist")
+        earliest = self.earliest()
+        if earliest is not None and (self.lower_bound is None or self.lower_bound > earliest):
+            found.append(f"deadline lower bound {self.lower_bound} is above the earliest "
+                         f"deadline {earliest}")
         if len(self._empty) > self.MAX_EMPTY_BUCKETS:
             found.append(f"{len(self._empty)} empty deadline buckets kept")
-        if sum(len(b) for b in self._buckets.values()) != len(self._timeout_of):
+        if sum(len(b) for b in self._buckets.values()) != self._count:
             found.append("deadline index key count disagrees with its buckets")
         return found

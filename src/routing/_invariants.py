@@ -7,22 +7,22 @@ from collections.abc import Hashable
 
 from ._errors import InvariantViolation
 from ._routes import build_route, representative_flag
-from ._state import LiveKey, State
-from ._values import TopicRouteData, TopicSysFlag
+from ._state import LiveKey, State, TopicEntry
+from ._values import TopicSysFlag
 
 __all__ = ["find_problems"]
 
 
-def find_problems(state: State, routes: dict[str, TopicRouteData], versions: dict[str, int],
-                  unit_sets: tuple[set[str], set[str], set[str]], *,
+def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], *,
                   support_acting_master: bool) -> None:
     """Raise `InvariantViolation` listing every broken rule, or return None."""
     problems: list[str] = []
     add = problems.append
 
     # --- topic rows and the group -> topics index
-    topics_of_group: dict[str, set[str]] = {}
-    for topic, rows in state.topic_queue.items():
+    topics_of_group: dict[str, dict[str, TopicEntry]] = {}
+    for topic, entry in state.topics.items():
+        rows = entry.rows
         if not rows:
             add(f"topic {topic!r} has an empty row map")
         for name, row in rows.items():
@@ -30,8 +30,8 @@ def find_problems(state: State, routes: dict[str, TopicRouteData], versions: dic
                 add(f"topic {topic!r}: row filed under {name!r} names {row.broker_name!r}")
             if name not in state.groups:
                 add(f"topic {topic!r} has a row of missing group {name!r}")
-            topics_of_group.setdefault(name, set()).add(topic)
-    if topics_of_group != state.topics_of_group:
+            topics_of_group.setdefault(name, {})[topic] = entry
+    if topics_of_group != state.topics_of_group:  # entries compare by identity
         add(f"group->topics index differs: index {_diff(state.topics_of_group, topics_of_group)}")
 
     # --- groups, clusters, and the address index
@@ -81,15 +81,19 @@ def find_problems(state: State, routes: dict[str, TopicRouteData], versions: dic
             add(f"filter servers kept for {key} with no live entry")
 
     # --- route snapshots, versions, unit listings
-    for topic in set(state.topic_queue) | set(routes):
+    versions: dict[int, str] = {}
+    for topic, entry in state.topics.items():
         route = build_route(state, topic, support_acting_master=support_acting_master)
-        if route != routes.get(topic):
-            add(f"cached route of {topic!r} is stale: cached {routes.get(topic)!r:.200}, "
+        if route != entry.route:
+            add(f"cached route of {topic!r} is stale: cached {entry.route!r:.200}, "
                 f"rebuilt {route!r:.200}")
-        if route is not None and versions.get(topic, 0) <= 0:
+        if route is not None and entry.version <= 0:
             add(f"route of {topic!r} has no version")
+        if entry.version and versions.setdefault(entry.version, topic) != topic:
+            add(f"topics {versions[entry.version]!r} and {topic!r} share route version "
+                f"{entry.version}")
     expected_units: tuple[set[str], set[str], set[str]] = (set(), set(), set())
-    for topic in state.topic_queue:
+    for topic in state.topics:
         flag = representative_flag(state, topic)
         if flag is None:
             continue

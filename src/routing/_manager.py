@@ -85,9 +85,7 @@ class RouteInfoManager:
         self._listener = listener
         self._lock = threading.RLock()
         self._state = State()
-        self._routes: dict[str, TopicRouteData] = {}
-        self._route_versions: dict[str, int] = {}
-        self._version_seq = 0
+        self._version_seq = 0  # the last route version handed out
         self._generation = 0
         self._last_now = self._clock.now_ms()
         wait = self._config.wait_for_service_ms
@@ -110,7 +108,7 @@ class RouteInfoManager:
 
     def __repr__(self) -> str:
         st = self._state
-        return (f"<RouteInfoManager topics={len(st.topic_queue)} groups={len(st.groups)} "
+        return (f"<RouteInfoManager topics={len(st.topics)} groups={len(st.groups)} "
                 f"live={len(st.live)}>")
 
     # ================================================================== registration
@@ -254,9 +252,10 @@ class RouteInfoManager:
             for topic in [t for t in st.topics_of_group.get(name, ()) if t not in reg.topics]:
                 st.drop_row(topic, name)
         rewrite_all = register_first or version_changed
-        topic_queue = st.topic_queue
+        table = st.topics
         for topic, config in reg.topics.items():
-            if rewrite_all or name not in topic_queue.get(topic, ()):
+            entry = table.get(topic)
+            if rewrite_all or entry is None or name not in entry.rows:
                 perm = config.perm
                 if wipe_write and perm & Perm.WRITE:
                     # Java clears the bit on the caller's TopicConfig; we never mutate inputs.
@@ -304,7 +303,8 @@ class RouteInfoManager:
             now = self._now()
             removed: list[BrokerRemoved] = []
             notices: list[MinBrokerIdChanged] = []
-            outcome = tuple(self._unregister(*req, removed, notices) for req in requests)
+            unregister = self._unregister
+            outcome = tuple([unregister(*req, removed, notices) for req in requests])
             event = self._commit(now, "unregister", removed=tuple(removed), notices=notices)
         if event is not None:
             self._emit(event)
@@ -343,8 +343,9 @@ class RouteInfoManager:
                 return ()
             removed: list[BrokerRemoved] = []
             notices: list[MinBrokerIdChanged] = []
-            expired = tuple(self._drop_live_entry(key, "expired", removed, notices)
-                            for key in self._state.deadlines.pop_expired(now))
+            drop = self._drop_live_entry
+            expired = tuple([drop(key, "expired", removed, notices)
+                             for key in self._state.deadlines.pop_expired(now)])
             event = self._commit(now, "scan_expired", removed=tuple(removed), notices=notices)
         if event is not None:
             self._emit(event)
@@ -380,31 +381,41 @@ class RouteInfoManager:
         cluster holding it (Java matches the first only), and the group it registered
         into even if that group was created under another cluster name (a Java zombie)."""
         st = self._state
-        live = st.drop_live(key)
+        live = st.drop_live(key, expired=reason == "expired")
         assert live is not None
-        addr = key[1]
+        addr, own_name = key[1], live.broker_name
         names = st.groups_of_addr.get(key, ())
-        own = st.groups.get(live.broker_name)
-        if own is not None and live.broker_name not in names and addr in own.addrs.values():
-            names = {*names, live.broker_name}  # registered into a group of another cluster
-        for name in sorted(names) if len(names) > 1 else tuple(names):
-            group = st.groups[name]
-            member_id = next(i for i, a in group.addrs.items() if a == addr)
+        if len(names) == 1 and own_name in names:  # the usual case: only its own group
+            group = st.groups[own_name]
+            member_id = live.broker_id
+            if group.addrs.get(member_id) != addr:  # re-registered under another id
+                member_id = next(i for i, a in group.addrs.items() if a == addr)
             self._remove_member(group, addr, member_id, notices)
+        else:
+            own = st.groups.get(own_name)
+            if own is not None and own_name not in names and addr in own.addrs.values():
+                names = {*names, own_name}  # registered into a group of another cluster
+            for name in sorted(names):
+                group = st.groups[name]
+                member_id = next(i for i, a in group.addrs.items() if a == addr)
+                self._remove_member(group, addr, member_id, notices)
         if self._listener is not None:
             removed.append(self._removed(live, reason))
         return unchecked(ExpiredBroker, cluster=key[0], broker_addr=addr,
-                         broker_name=live.broker_name, broker_id=live.broker_id,
-                         channel=live.channel, last_update_ms=live.last_update,
-                         timeout_ms=live.timeout, generation=live.generation)
+                         broker_name=own_name, broker_id=live.broker_id, channel=live.channel,
+                         last_update_ms=live.last_update, timeout_ms=live.timeout,
+                         generation=live.generation)
 
     def _remove_member(self, group: Group, addr: str, broker_id: int,
                        notices: list[MinBrokerIdChanged]) -> bool:
         """Java §2.4 step 2–5 for one group: remove by address, drop an emptied group with
         its rows (O(T_b)), or clear the write bit of a master-less acting-master group."""
         st = self._state
-        min_changed = bool(group.addrs) and broker_id == min(group.addrs)
-        if not st.remove_addr(group, addr):
+        min_changed = (group.enable_acting_master and bool(group.addrs)
+                       and broker_id == min(group.addrs))
+        if group.addrs.get(broker_id) == addr:
+            st.remove_member(group, broker_id, addr)
+        elif not st.remove_addr(group, addr):  # Java removes by address, whatever the id
             return False
         if not group.addrs:
             st.drop_group(group)
@@ -477,24 +488,31 @@ class RouteInfoManager:
         if not self._ready:
             self._check_ready()
         try:
-            route = self._routes.get(topic)
+            entry = self._state.topics.get(topic)
         except TypeError:  # unhashable
-            route = None
-        if route is None and not isinstance(topic, str):
+            entry = None
+        if entry is not None:
+            return entry.route
+        if not isinstance(topic, str):
             fail("topic", topic, "a str")
-        return route
+        return None
 
     def stored_route(self, topic: str) -> TopicRouteData | None:
         """The route the tables hold for ``topic``, even inside the readiness window (D10),
         for hosts and tools that report state rather than serve clients. O(1)."""
         if not isinstance(topic, str):
             fail("topic", topic, "a str")
-        return self._routes.get(topic)
+        entry = self._state.topics.get(topic)
+        return entry.route if entry is not None else None
 
     def route_version(self, topic: str) -> int:
-        """A number that changes whenever ``topic``'s route changes (0: never had one).
-        Versions are unique across topics and only grow; cache routes by them. O(1)."""
-        return self._route_versions.get(topic, 0)
+        """A number that changes whenever ``topic``'s route changes; 0 for a topic that
+        has not had a route since its rows appeared. When a topic's last row goes, its
+        version goes with it (back to 0), so topic churn leaves nothing behind. Non-zero
+        versions are unique across topics and only grow, so a topic that comes back gets
+        a version it never had before: cache routes by them. O(1)."""
+        entry = self._state.topics.get(topic)
+        return entry.version if entry is not None else 0
 
     def _check_ready(self) -> None:
         now = self._clock.now_ms()
@@ -526,9 +544,9 @@ class RouteInfoManager:
 
     def _set_write_bit(self, broker_name: str, writable: bool) -> int:
         st = self._state
-        topics = st.topics_of_group.get(broker_name, set())
-        for topic in list(topics):
-            row = st.topic_queue[topic][broker_name]
+        topics = st.topics_of_group.get(broker_name, {})
+        for topic, entry in list(topics.items()):
+            row = entry.rows[broker_name]
             perm = (row.perm | Perm.WRITE) if writable else (row.perm & _NO_WRITE)
             if perm != row.perm:
                 st.put_row(topic, unchecked(
@@ -549,7 +567,7 @@ class RouteInfoManager:
             if cluster is None:
                 removed = st.drop_topic(topic)
             else:
-                rows = st.topic_queue.get(topic, {})
+                rows = st.rows_of(topic)
                 names = st.clusters.get(cluster, set())
                 hits = [n for n in (names if len(names) < len(rows) else rows)
                         if n in rows and n in names]
@@ -597,7 +615,7 @@ class RouteInfoManager:
     def all_topics(self) -> tuple[str, ...]:
         """Every topic with a row, sorted. O(T log T)."""
         with self._lock:
-            return tuple(sorted(self._state.topic_queue))
+            return tuple(sorted(self._state.topics))
 
     def topics_by_cluster(self, cluster: str) -> tuple[str, ...]:
         """Topics with a row of any group of ``cluster``, sorted; () for an unknown cluster
@@ -665,7 +683,7 @@ class RouteInfoManager:
         """Recompute every index and cached route from the base tables; raise
         `InvariantViolation` listing every difference. O(everything); for tests."""
         with self._lock:
-            find_problems(self._state, self._routes, self._route_versions,
+            find_problems(self._state,
                           (self._unit, self._unit_sub, self._unit_sub_non_unit),
                           support_acting_master=self._config.support_acting_master)
 
@@ -684,32 +702,25 @@ class RouteInfoManager:
                 removed: tuple[BrokerRemoved, ...] = (),
                 notices: Sequence[MinBrokerIdChanged] = ()) -> RouteChange | None:
         """Rebuild the routes of touched topics; return the event for the listener."""
-        touched = self._state.take_touched()
-        changed: list[str] = []
-        topic_queue = self._state.topic_queue
-        routes, versions = self._routes, self._route_versions
+        st = self._state
+        touched, vanished = st.take_touched()
+        # topics dropped with their route: nothing to rebuild, and their route and version
+        # went with their entry (the O(T_b) of a group removal is the loop that dropped them)
+        changed = list(vanished)
+        if vanished:
+            for members in (self._unit, self._unit_sub, self._unit_sub_non_unit):
+                if members:
+                    members.difference_update(vanished)
+        table = st.topics
         seq = self._version_seq
-        gone = [t for t in touched if t not in topic_queue]
-        if gone:  # topics that vanished: no rebuild, in no unit set (the O(T_b) of a removal)
-            pop = routes.pop
-            for topic in gone:
-                if pop(topic, None) is not None:
-                    seq += 1
-                    versions[topic] = seq
-                    changed.append(topic)
-            self._unit.difference_update(gone)
-            self._unit_sub.difference_update(gone)
-            self._unit_sub_non_unit.difference_update(gone)
-        for topic in touched if not gone else [t for t in touched if t in topic_queue]:
-            route = build_route(self._state, topic,
-                                support_acting_master=self._config.support_acting_master)
-            if route != routes.get(topic):
+        for topic in touched:
+            entry = table.get(topic)
+            if entry is None:  # dropped after it was touched (reported above if it had a route)
+                continue
+            route = build_route(st, topic, support_acting_master=self._config.support_acting_master)
+            if route != entry.route:
                 seq += 1
-                versions[topic] = seq
-                if route is None:
-                    del routes[topic]
-                else:
-                    routes[topic] = route
+                entry.route, entry.version = route, seq
                 changed.append(topic)
             self._update_unit_sets(topic)
         self._version_seq = seq

@@ -223,10 +223,15 @@ class UnregisterRequest:
     generation: int | None = attrs.field(default=None, validator=_opt_generation)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, slots=False)
 class ExpiredBroker:
     """A broker `scan_expired`/`on_channel_closed` removed (D1). ``channel`` is for the host
-    to close."""
+    to close.
+
+    Not slotted: one is built per removed broker on the expiry path, and a dict-backed
+    value is built in one step by the manager's trusted constructor (`unchecked`); the
+    values are short-lived, so the larger instance does not matter.
+    """
 
     cluster: str
     broker_addr: str

@@ -34,7 +34,7 @@ def build_route(state: State, topic: str, *, support_acting_master: bool) -> Top
     Filter servers are included only where an address has some (Java 4.x; 5.x may put
     ``null`` values).
     """
-    rows = state.topic_queue.get(topic)
+    rows = state.rows_of(topic)
     if not rows:
         return None
     queue_datas = []
@@ -89,7 +89,7 @@ def _acting_master_rewrite(broker_datas: list[BrokerData], rows: Mapping[str, Qu
 def representative_flag(state: State, topic: str) -> TopicSysFlag | None:
     """The sys flag of the topic's row with the lowest broker name (D8; Java takes the
     first in hash order), or None for a topic with no rows. O(B_t)."""
-    rows = state.topic_queue.get(topic)
+    rows = state.rows_of(topic)
     if not rows:
         return None
     return rows[min(rows)].topic_sys_flag

@@ -12,12 +12,29 @@ from collections.abc import Hashable
 
 from ._deadlines import DeadlineIndex
 from ._frozen import FrozenMap
-from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicConfig
+from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData
 from ._values import TopicQueueMappingInfo as MappingInfo
 
-__all__ = ["Group", "Live", "State"]
+__all__ = ["Group", "Live", "State", "TopicEntry"]
 
 LiveKey = tuple[str, str]  # (cluster, addr): Java's BrokerAddrInfo
+
+
+class TopicEntry:
+    """One topic: its rows by broker name (Java ``topicQueueTable[topic]``), and the route
+    snapshot and version the manager derived from them. Keeping the three together means
+    a topic costs one lookup in one large table whether it is read, rebuilt or dropped.
+
+    ``version`` is 0 until the manager first builds the topic; the entry (and with it the
+    route and version) goes when the topic's last row goes.
+    """
+
+    __slots__ = ("route", "rows", "version")
+
+    def __init__(self) -> None:
+        self.rows: dict[str, QueueData] = {}
+        self.route: TopicRouteData | None = None
+        self.version = 0
 
 
 class Group:
@@ -89,59 +106,75 @@ class State:
 
     def __init__(self) -> None:
         # --- base tables (Java: topicQueueTable, brokerAddrTable, clusterAddrTable, ...)
-        self.topic_queue: dict[str, dict[str, QueueData]] = {}
+        self.topics: dict[str, TopicEntry] = {}
         self.groups: dict[str, Group] = {}
         self.clusters: dict[str, set[str]] = {}
         self.live: dict[LiveKey, Live] = {}
         self.filter_servers: dict[LiveKey, tuple[str, ...]] = {}
         self.mappings: dict[str, dict[str, MappingInfo]] = {}
         # --- indexes
-        self.topics_of_group: dict[str, set[str]] = {}        # broker name -> topics
+        # broker name -> its topics' entries (entries, not names: a group removal reaches
+        # each topic's rows without a lookup in the large table)
+        self.topics_of_group: dict[str, dict[str, TopicEntry]] = {}
         self.clusters_of_group: dict[str, set[str]] = {}      # broker name -> cluster sets
         self.groups_of_addr: dict[LiveKey, set[str]] = {}     # (group.cluster, addr) -> names
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
         self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
         # --- bookkeeping for one write
-        self.touched: set[str] = set()
+        self.touched: set[str] = set()  # topics (still present) whose route may change
+        self.vanished: list[str] = []  # topics dropped with their route
 
     # ------------------------------------------------------------------ topic rows
 
     def put_row(self, topic: str, row: QueueData) -> None:
         """Upsert one (topic, group) row. O(1)."""
-        rows = self.topic_queue.get(topic)
-        if rows is None:
-            rows = self.topic_queue[topic] = {}
+        entry = self.topics.get(topic)
+        if entry is None:
+            entry = self.topics[topic] = TopicEntry()
+        rows = entry.rows
         if rows.get(row.broker_name) == row:
             return
         rows[row.broker_name] = row
-        self.topics_of_group.setdefault(row.broker_name, set()).add(topic)
-        self._rows_changed(row.broker_name, topic)
+        self.topics_of_group.setdefault(row.broker_name, {})[topic] = entry
+        self.touched.add(topic)
+        self._rows_changed(row.broker_name)
 
     def drop_row(self, topic: str, broker_name: str) -> bool:
         """Remove one row; drop the topic when it has none left. O(1)."""
-        rows = self.topic_queue.get(topic)
-        if rows is None or rows.pop(broker_name, None) is None:
+        entry = self.topics.get(topic)
+        if entry is None or entry.rows.pop(broker_name, None) is None:
             return False
         topics = self.topics_of_group[broker_name]
-        topics.discard(topic)
+        del topics[topic]
         if not topics:
             del self.topics_of_group[broker_name]
-        if not rows:
-            del self.topic_queue[topic]
-        self._rows_changed(broker_name, topic)
+        if entry.rows:
+            self.touched.add(topic)
+        else:
+            self._vanish(topic, entry)
+        self._rows_changed(broker_name)
         return True
+
+    def _vanish(self, topic: str, entry: TopicEntry) -> None:
+        del self.topics[topic]
+        if entry.route is not None:
+            self.vanished.append(topic)
 
     def drop_topic(self, topic: str) -> bool:
         """Remove every row of ``topic``. O(B_t)."""
-        rows = self.topic_queue.get(topic)
-        if rows is None:
+        entry = self.topics.get(topic)
+        if entry is None:
             return False
-        for name in list(rows):
+        for name in list(entry.rows):
             self.drop_row(topic, name)
         return True
 
-    def _rows_changed(self, broker_name: str, topic: str) -> None:
-        self.touched.add(topic)
+    def rows_of(self, topic: str) -> dict[str, QueueData]:
+        """The rows of ``topic`` by broker name; empty for an unknown topic. O(1)."""
+        entry = self.topics.get(topic)
+        return entry.rows if entry is not None else {}
+
+    def _rows_changed(self, broker_name: str) -> None:
         group = self.groups.get(broker_name)
         if group is not None:
             group.rows_epoch += 1
@@ -157,18 +190,33 @@ class State:
         group.addrs[broker_id] = addr
         self.groups_of_addr.setdefault((group.cluster, addr), set()).add(group.broker_name)
 
+    def remove_member(self, group: Group, broker_id: int, addr: str) -> None:
+        """Remove the member ``broker_id``, which must be at ``addr``. Addresses are unique
+        within a group (register moves an address to its new id), so this is every
+        member at ``addr``: `remove_addr` without the search. O(1)."""
+        del group.addrs[broker_id]
+        key = (group.cluster, addr)
+        names = self.groups_of_addr[key]
+        if len(names) == 1:
+            del self.groups_of_addr[key]
+        else:
+            names.discard(group.broker_name)
+
     def remove_addr(self, group: Group, addr: str, *, except_id: int | None = None) -> bool:
         """Remove every member of ``group`` at ``addr`` (but ``except_id``). O(I)."""
-        ids = [i for i, a in group.addrs.items() if a == addr and i != except_id]
+        addrs = group.addrs
+        ids = [i for i, a in addrs.items() if a == addr and i != except_id]
+        if not ids:
+            return False
         for i in ids:
-            del group.addrs[i]
-        if ids and addr not in group.addrs.values():
+            del addrs[i]
+        if not addrs or addr not in addrs.values():
             names = self.groups_of_addr.get((group.cluster, addr))
             if names is not None:
                 names.discard(group.broker_name)
                 if not names:
                     del self.groups_of_addr[(group.cluster, addr)]
-        return bool(ids)
+        return True
 
     def add_to_cluster(self, cluster: str, broker_name: str) -> None:
         self.clusters.setdefault(cluster, set()).add(broker_name)
@@ -179,21 +227,25 @@ class State:
         name = group.broker_name
         topics = self.topics_of_group.pop(name, None)
         if topics:
-            topic_queue = self.topic_queue
-            for topic in topics:  # drop_row, unrolled: this loop is the O(T_b) of a removal
-                rows = topic_queue[topic]
-                del rows[name]
-                if not rows:
-                    del topic_queue[topic]
-            self.touched.update(topics)
+            table, touched, vanished = self.topics, self.touched, self.vanished
+            for topic, entry in topics.items():  # drop_row, unrolled: the O(T_b) of a removal
+                rows = entry.rows
+                if len(rows) > 1:
+                    del rows[name]
+                    touched.add(topic)
+                else:  # the topic's last row: the entry goes whole, rows and all
+                    del table[topic]
+                    if entry.route is not None:
+                        vanished.append(topic)
             group.rows_epoch += 1
         for cluster in self.clusters_of_group.pop(name, set()):
             members = self.clusters[cluster]
             members.discard(name)
             if not members:
                 del self.clusters[cluster]
-        for addr in set(group.addrs.values()):
-            self.remove_addr(group, addr)
+        if group.addrs:
+            for addr in set(group.addrs.values()):
+                self.remove_addr(group, addr)
         del self.groups[name]
         group.changed()
 
@@ -208,21 +260,26 @@ class State:
         if live.channel is not None:
             self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
         self.deadlines.set(live.key, timeout_ms=live.timeout,
-                           deadline_ms=live.last_update + live.timeout)
+                           deadline_ms=live.last_update + live.timeout,
+                           previous_timeout_ms=None if old is None else old.timeout)
 
     def touch_live(self, live: Live, now_ms: int) -> None:
         """Refresh ``last_update`` (Java ``updateBrokerInfoUpdateTimestamp``). O(1)."""
         live.last_update = now_ms
         self.deadlines.set(live.key, timeout_ms=live.timeout, deadline_ms=now_ms + live.timeout)
 
-    def drop_live(self, key: LiveKey) -> Live | None:
-        """Remove a live entry and its filter servers. O(1)."""
+    def drop_live(self, key: LiveKey, *, expired: bool = False) -> Live | None:
+        """Remove a live entry and its filter servers; ``expired`` when the deadline index
+        already let it go (`DeadlineIndex.pop_expired`). O(1)."""
         live = self.live.pop(key, None)
         if live is None:
             return None
-        self._unindex_channel(live)
-        self.deadlines.discard(key)
-        self.set_filter_servers(key, ())
+        if live.channel is not None:
+            self._unindex_channel(live)
+        if not expired:
+            self.deadlines.discard(key, timeout_ms=live.timeout)
+        if key in self.filter_servers:
+            self.set_filter_servers(key, ())
         return live
 
     def _unindex_channel(self, live: Live) -> None:
@@ -260,9 +317,15 @@ class State:
     def live_key(self, addr: BrokerAddr) -> LiveKey:
         return (addr.cluster, addr.addr)
 
-    def take_touched(self) -> set[str]:
-        touched, self.touched = self.touched, set()
-        return touched
+    def take_touched(self) -> tuple[set[str], list[str]]:
+        """The topics this write touched and those it dropped with their route; resets
+        both. O(1)."""
+        touched, vanished = self.touched, self.vanished
+        if touched:
+            self.touched = set()
+        if vanished:
+            self.vanished = []
+        return touched, vanished
 
 
 def no_master(group: Group | None) -> bool:

@@ -93,8 +93,12 @@ _non_negative = attrs_check(check_int, low=0)
 
 def unchecked(cls: type[_T], **fields: Any) -> _T:
     """Build a frozen value from fields that are already valid, skipping validators and
-    converters (internal hot paths only: rows derived from validated values). O(fields)."""
+    converters (internal hot paths only: rows derived from validated values). O(fields);
+    a class without slots gets its ``__dict__`` in one step."""
     instance = object.__new__(cls)
+    if "__slots__" not in cls.__dict__:
+        object.__setattr__(instance, "__dict__", fields)
+        return instance
     for name, value in fields.items():
         object.__setattr__(instance, name, value)
     return instance
