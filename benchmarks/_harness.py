@@ -310,6 +310,19 @@ def write_json(path: Path, document: dict[str, Any]) -> None:
     path.write_text(json.dumps(clean(document), indent=2, sort_keys=False) + "\n")
 
 
+def _cost_us(row: Row, side: str) -> tuple[float | None, bool]:
+    """A row's cost in µs for one side: the median per call, or else 1 / throughput (rows
+    of the pipeline and simulator suites report only items per second). The flag says
+    which."""
+    median = row.get(f"{side}_median_ns")
+    if isinstance(median, int | float) and not isinstance(median, bool):
+        return median / 1e3, False
+    rate = row.get(f"{side}_ops_per_s")
+    if isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0:
+        return 1e6 / rate, True
+    return None, False
+
+
 def write_plot(path: Path, rows: Sequence[Row], title: str) -> bool:
     """A log-log plot of median cost per call against size, one panel per operation.
 
@@ -327,7 +340,9 @@ def write_plot(path: Path, rows: Sequence[Row], title: str) -> bool:
     for row in rows:
         series.setdefault((str(row.get("suite")), str(row.get("operation"))), []).append(row)
     panels = [(key, sorted(group, key=lambda r: r["size"])) for key, group in series.items()
-              if len({r["size"] for r in group}) >= 2]
+              if len({r["size"] for r in group}) >= 2
+              and any(_cost_us(r, side)[0] is not None for r in group
+                      for side in ("routing", "baseline"))]
     if not panels:
         return False
     cols = 3
@@ -336,22 +351,27 @@ def write_plot(path: Path, rows: Sequence[Row], title: str) -> bool:
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     for ax, ((suite, operation), group) in zip(axes.flat, panels, strict=False):
+        derived = False
         for side, style in (("routing", "o-"), ("baseline", "s--")):
-            points = [(r["size"], r[f"{side}_median_ns"]) for r in group
-                      if isinstance(r.get(f"{side}_median_ns"), int | float)]
+            points = []
+            for r in group:
+                cost, from_throughput = _cost_us(r, side)
+                if cost is not None:
+                    points.append((r["size"], cost))
+                    derived |= from_throughput
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, [y / 1e3 for y in ys], style, label=side)
+                ax.plot(xs, ys, style, label=side)
         ax.set_xscale("log")
         ax.set_yscale("log")
         unit = group[0].get("size_unit", "size")
         ax.set_xlabel(str(unit))
-        ax.set_ylabel("median µs per call")
+        ax.set_ylabel("µs per item (1 / throughput)" if derived else "median µs per call")
         ax.set_title(operation if suite == "core" else f"{suite}: {operation}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.98))  # leave the suptitle its own line
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -763,13 +763,13 @@ COMPLEXITY = (
      "O(I): the applied table is the same object and no row changed since"),
     ("register unchanged (equal copy)", "O(T_payload)",
      "O(T_payload): one comparison of the two topic tables (TopicConfig.__eq__ per topic)"),
-    ("heartbeat", "O(1)", "O(1), O(log B) when the refreshed broker headed its deadline "
-     "bucket (B = distinct timeouts)"),
+    ("heartbeat", "O(1)", "O(1): the key moves to the end of its deadline bucket; a stale "
+     "bucket record is corrected by a later scan, O(log B), B = distinct timeouts"),
     ("query_data_version", "O(1)", "O(1), as heartbeat"),
     ("scan_expired (none expired)", "O(L): every live entry, clock read per entry",
      "O(1): the earliest deadline"),
     ("remove group: unregister its only member", "O(T): cleanTopicByUnRegisterRequests",
-     "O(T_b · B_t): drop rows, rebuild or drop their routes"),
+     "O(T_b · B_t): drop the group's topic entries, rebuild the shared ones' routes"),
     ("remove group: scan_expired with it expired", "O(L) walk + O(B·I) search + O(T)",
      "O(k · (I + T_b · B_t))"),
     ("pickup_route (hot topic, 4 groups)", "O(B_t · I), new route, lists and BrokerData copies",
