@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
+from . import _listings as listings
 from ._clock import Clock, SystemClock
 from ._errors import InvalidRequest, NotReady
-from ._frozen import FrozenMap
 from ._invariants import find_problems
 from ._messages import (
     BrokerMemberGroup,
@@ -32,7 +32,8 @@ from ._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
-from ._routes import build_route, representative_flag
+from ._registration import NO_WRITE, min_id_notice, rejection, unchanged_table, write_topics
+from ._routes import RouteBook
 from ._state import Group, Live, LiveKey, State, no_master
 from ._validate import MAX_QUEUE_NUMS, check_addr, check_int, check_name, check_topic, fail
 from ._values import (
@@ -43,8 +44,6 @@ from ._values import (
     Perm,
     QueueData,
     TopicRouteData,
-    TopicSysFlag,
-    queue_row,
     unchecked,
 )
 
@@ -53,7 +52,6 @@ __all__ = ["RouteInfoManager", "RouteListener"]
 #: Receives one `RouteChange` after each write that changed something, outside the lock.
 RouteListener = Callable[[RouteChange], None]
 
-_NO_WRITE = ~Perm.WRITE & 0xF
 
 
 class RouteInfoManager:
@@ -85,16 +83,12 @@ class RouteInfoManager:
         self._listener = listener
         self._lock = threading.RLock()
         self._state = State()
-        self._version_seq = 0  # the last route version handed out
+        self._book = RouteBook(support_acting_master=self._config.support_acting_master)
         self._generation = 0
         self._last_now = self._clock.now_ms()
         wait = self._config.wait_for_service_ms
         self._ready_at_ms = self._last_now + (wait or 0)
         self._ready = wait is None or wait == 0
-        # topics by representative sys flag (D8); plain sets, sorted when listed
-        self._unit: set[str] = set()
-        self._unit_sub: set[str] = set()
-        self._unit_sub_non_unit: set[str] = set()
 
     # ================================================================== properties
 
@@ -144,24 +138,10 @@ class RouteInfoManager:
         group = st.groups.get(name)
         members = group.addrs if group is not None else {}
 
-        # ---- decide first (D3: a rejection changes nothing, not even liveness).
-        # Step 5 (same address, other id) never removes ``members[bid]`` itself, so the
-        # incumbent of ``bid`` can be read before applying it.
-        incumbent_addr = members.get(bid)
-        if incumbent_addr is not None and incumbent_addr != addr:
-            incumbent = st.live.get((reg.cluster, incumbent_addr))
-            if (incumbent is not None
-                    and incumbent.data_version.state_version > reg.data_version.state_version):
-                return RegisterResult(
-                    accepted=False,
-                    rejection=(f"stale state_version {reg.data_version.state_version}: broker id "
-                               f"{bid} of {name!r} is held by {incumbent_addr} with state_version "
-                               f"{incumbent.data_version.state_version}")), None
-        if incumbent_addr is None and len(reg.topics) == 1:
-            return RegisterResult(
-                accepted=False,
-                rejection=(f"single-topic registration from broker id {bid} unknown to group "
-                           f"{name!r}: an incremental registration cannot be the first")), None
+        # ---- decide first (D3: a rejection changes nothing, not even liveness)
+        refused = rejection(st, reg)
+        if refused is not None:
+            return RegisterResult(accepted=False, rejection=refused), None
         notify = self._config.notify_min_broker_id_changed
         min_changed = notify and bid < (min(members) if members else 0)
 
@@ -194,9 +174,11 @@ class RouteInfoManager:
         applied = None
         if is_master or is_prime_slave:
             applied = reg.topics
-            if not self._unchanged_table(old_live, reg, group, register_first, version_changed):
-                self._write_topics(reg, group, register_first, version_changed,
-                                   wipe_write=is_prime_slave and acting)
+            if not unchanged_table(old_live, reg, group, register_first=register_first,
+                                   version_changed=version_changed):
+                write_topics(st, reg, group, rewrite_all=register_first or version_changed,
+                             wipe_write=is_prime_slave and acting,
+                             delete_by_omission=self._config.delete_topic_with_broker_registration)
 
         self._generation += 1
         live = Live(key, broker_name=name, broker_id=bid, last_update=now,
@@ -220,50 +202,13 @@ class RouteInfoManager:
                 master_addr, ha_addr = candidate, master_live.ha_server_addr
         notices: list[MinBrokerIdChanged] = []
         if min_changed:
-            notices.append(self._min_id_notice(group, offline=None, ha=reg.ha_server_addr))
+            notices.append(min_id_notice(group, offline=None, ha=reg.ha_server_addr))
         registered = () if self._listener is None else (BrokerRegistered(
             cluster=reg.cluster, broker_name=name, broker_id=bid, broker_addr=addr,
             generation=live.generation, first=old_live is None),)
         event = self._commit(now, "register", registered=registered, notices=notices)
         return RegisterResult(accepted=True, master_addr=master_addr, ha_server_addr=ha_addr,
                               generation=live.generation, notifications=tuple(notices)), event
-
-    @staticmethod
-    def _unchanged_table(old_live: Live | None, reg: Registration, group: Group,
-                         register_first: bool, version_changed: bool) -> bool:
-        """True when re-applying ``reg.topics`` would change nothing: same version, same
-        table as this live entry last applied, no row of the group changed since, and not
-        a full registration after a partial one (which deleted nothing by omission). O(1)
-        for the same table object, else one C-level dict comparison."""
-        if register_first or version_changed or old_live is None:
-            return False
-        if old_live.applied_partial and not reg.partial:
-            return False
-        applied = old_live.applied_topics
-        return (applied is not None and old_live.applied_epoch == group.rows_epoch
-                and (applied is reg.topics or applied == reg.topics))
-
-    def _write_topics(self, reg: Registration, group: Group, register_first: bool,
-                      version_changed: bool, *, wipe_write: bool) -> None:
-        """Java §2.1 step 10: delete by omission, upsert changed/missing rows, mappings."""
-        st, name = self._state, group.broker_name
-        if (self._config.delete_topic_with_broker_registration and not reg.partial
-                and not reg.topic_queue_mappings):
-            for topic in [t for t in st.topics_of_group.get(name, ()) if t not in reg.topics]:
-                st.drop_row(topic, name)
-        rewrite_all = register_first or version_changed
-        table = st.topics
-        for topic, config in reg.topics.items():
-            entry = table.get(topic)
-            if rewrite_all or entry is None or name not in entry.rows:
-                perm = config.perm
-                if wipe_write and perm & Perm.WRITE:
-                    # Java clears the bit on the caller's TopicConfig; we never mutate inputs.
-                    perm = Perm(perm & _NO_WRITE)
-                st.put_row(topic, queue_row(config, name, perm))
-        if rewrite_all:
-            for topic, info in reg.topic_queue_mappings.items():
-                st.put_mapping(topic, info)
 
     # ================================================================== removal
 
@@ -425,7 +370,7 @@ class RouteInfoManager:
             self._set_write_bit(group.broker_name, False)
         if (min_changed and group.enable_acting_master
                 and self._config.notify_min_broker_id_changed):
-            notices.append(self._min_id_notice(group, offline=addr, ha=None))
+            notices.append(min_id_notice(group, offline=addr, ha=None))
         return True
 
     def _removed(self, live: Live, reason: RemovalReason) -> BrokerRemoved:
@@ -433,19 +378,6 @@ class RouteInfoManager:
                              broker_id=live.broker_id, broker_addr=live.key[1],
                              generation=live.generation, reason=reason,
                              last_update_ms=live.last_update)
-
-    def _min_id_notice(self, group: Group, *, offline: str | None, ha: str | None
-                       ) -> MinBrokerIdChanged:
-        """Java §2.13: who learns that the group's smallest broker id changed."""
-        smallest = min(group.addrs)
-        if offline is not None or len(group.addrs) == 1:
-            recipients = [group.addrs[i] for i in sorted(group.addrs)]
-        else:
-            recipients = [group.addrs[i] for i in sorted(group.addrs) if i != smallest]
-        return MinBrokerIdChanged(
-            cluster=group.cluster, broker_name=group.broker_name, min_broker_id=smallest,
-            min_broker_addr=group.addrs[smallest], offline_broker_addr=offline,
-            ha_broker_addr=ha, recipients=tuple(recipients))
 
     # ================================================================== liveness
 
@@ -547,7 +479,7 @@ class RouteInfoManager:
         topics = st.topics_of_group.get(broker_name, {})
         for topic, entry in list(topics.items()):
             row = entry.rows[broker_name]
-            perm = (row.perm | Perm.WRITE) if writable else (row.perm & _NO_WRITE)
+            perm = (row.perm | Perm.WRITE) if writable else (row.perm & NO_WRITE)
             if perm != row.perm:
                 st.put_row(topic, unchecked(
                     QueueData, broker_name=row.broker_name, read_queue_nums=row.read_queue_nums,
@@ -607,10 +539,7 @@ class RouteInfoManager:
     def cluster_info(self) -> ClusterInfo:
         """Groups and clusters, as a snapshot (Java hands out its live maps). O(B·I)."""
         with self._lock:
-            st = self._state
-            return ClusterInfo(
-                broker_addr_table={n: st.groups[n].snapshot() for n in sorted(st.groups)},
-                cluster_addr_table={c: frozenset(v) for c, v in sorted(st.clusters.items())})
+            return listings.cluster_info(self._state)
 
     def all_topics(self) -> tuple[str, ...]:
         """Every topic with a row, sorted. O(T log T)."""
@@ -621,42 +550,28 @@ class RouteInfoManager:
         """Topics with a row of any group of ``cluster``, sorted; () for an unknown cluster
         (D8). O(Σ T_b log) over the cluster's groups (Java: O(B_c · T))."""
         with self._lock:
-            st = self._state
-            found: set[str] = set()
-            for name in st.clusters.get(cluster, ()):
-                found.update(st.topics_of_group.get(name, ()))
-            return tuple(sorted(found))
+            return listings.topics_by_cluster(self._state, cluster)
 
     def system_topics(self) -> TopicList:
         """Cluster and group names (their auto-created topics), with the address of the
         lowest-named group's lowest id (D8's deterministic representative). O(C + B)."""
         with self._lock:
-            st = self._state
-            names = set(st.clusters)
-            for members in st.clusters.values():
-                names.update(members)
-            addr = None
-            for name in sorted(st.groups):
-                group = st.groups[name]
-                if group.addrs:
-                    addr = group.addrs[min(group.addrs)]
-                    break
-            return TopicList(topics=tuple(sorted(names)), broker_addr=addr)
+            return listings.system_topics(self._state)
 
     def unit_topics(self) -> tuple[str, ...]:
         """Topics whose representative row (lowest broker name) has the unit flag. O(r log r)."""
         with self._lock:
-            return tuple(sorted(self._unit))
+            return tuple(sorted(self._book.unit))
 
     def has_unit_sub_topics(self) -> tuple[str, ...]:
         """Topics whose representative row has the unit-sub flag. O(r log r)."""
         with self._lock:
-            return tuple(sorted(self._unit_sub))
+            return tuple(sorted(self._book.unit_sub))
 
     def has_unit_sub_non_unit_topics(self) -> tuple[str, ...]:
         """Topics whose representative row has unit-sub but not unit. O(r log r)."""
         with self._lock:
-            return tuple(sorted(self._unit_sub_non_unit))
+            return tuple(sorted(self._book.unit_sub_non_unit))
 
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerMemberGroup:
         """The group's members (an empty group when unknown, D11). O(I)."""
@@ -668,23 +583,13 @@ class RouteInfoManager:
     def live_brokers(self) -> Mapping[BrokerAddr, BrokerLiveInfo]:
         """Every live entry as immutable values, keyed by `BrokerAddr`. O(L)."""
         with self._lock:
-            return FrozenMap({
-                BrokerAddr(cluster=k[0], addr=k[1]): self._live_info(v)
-                for k, v in sorted(self._state.live.items())})
-
-    @staticmethod
-    def _live_info(live: Live) -> BrokerLiveInfo:
-        return BrokerLiveInfo(
-            last_update_timestamp=live.last_update, heartbeat_timeout_ms=live.timeout,
-            data_version=live.data_version, channel=live.channel,
-            ha_server_addr=live.ha_server_addr, generation=live.generation)
+            return listings.live_brokers(self._state)
 
     def check_invariants(self) -> None:
         """Recompute every index and cached route from the base tables; raise
         `InvariantViolation` listing every difference. O(everything); for tests."""
         with self._lock:
-            find_problems(self._state,
-                          (self._unit, self._unit_sub, self._unit_sub_non_unit),
+            find_problems(self._state, self._book.unit_sets,
                           support_acting_master=self._config.support_acting_master)
 
     # ================================================================== internals
@@ -702,48 +607,11 @@ class RouteInfoManager:
                 removed: tuple[BrokerRemoved, ...] = (),
                 notices: Sequence[MinBrokerIdChanged] = ()) -> RouteChange | None:
         """Rebuild the routes of touched topics; return the event for the listener."""
-        st = self._state
-        touched, vanished = st.take_touched()
-        # topics dropped with their route: nothing to rebuild, and their route and version
-        # went with their entry (the O(T_b) of a group removal is the loop that dropped them)
-        changed = list(vanished)
-        if vanished:
-            for members in (self._unit, self._unit_sub, self._unit_sub_non_unit):
-                if members:
-                    members.difference_update(vanished)
-        table = st.topics
-        seq = self._version_seq
-        for topic in touched:
-            entry = table.get(topic)
-            if entry is None:  # dropped after it was touched (reported above if it had a route)
-                continue
-            route = build_route(st, topic, support_acting_master=self._config.support_acting_master)
-            if route != entry.route:
-                seq += 1
-                entry.route, entry.version = route, seq
-                changed.append(topic)
-            self._update_unit_sets(topic)
-        self._version_seq = seq
+        changed = self._book.commit(self._state)
         if self._listener is None or not (changed or registered or removed or notices):
             return None
         return RouteChange(at_ms=now, operation=operation, changed_topics=frozenset(changed),
                            registered=registered, removed=removed, notifications=tuple(notices))
-
-    def _update_unit_sets(self, topic: str) -> None:
-        flag = representative_flag(self._state, topic)
-        if not flag:  # no rows, or flag 0: in none of the three sets. O(1)
-            self._unit.discard(topic)
-            self._unit_sub.discard(topic)
-            self._unit_sub_non_unit.discard(topic)
-            return
-        unit = bool(flag & TopicSysFlag.UNIT)
-        sub = bool(flag & TopicSysFlag.UNIT_SUB)
-        for members, member in ((self._unit, unit), (self._unit_sub, sub),
-                                (self._unit_sub_non_unit, sub and not unit)):
-            if member:
-                members.add(topic)
-            else:
-                members.discard(topic)
 
     def _emit(self, event: RouteChange) -> None:
         listener = self._listener

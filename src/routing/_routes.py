@@ -20,7 +20,7 @@ from ._values import (
     unchecked,
 )
 
-__all__ = ["SYNC_BROKER_MEMBER_GROUP_PREFIX", "build_route", "representative_flag"]
+__all__ = ["SYNC_BROKER_MEMBER_GROUP_PREFIX", "RouteBook", "build_route", "representative_flag"]
 
 #: Topics a broker polls for its own group's members; exempt from the acting-master rewrite.
 SYNC_BROKER_MEMBER_GROUP_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
@@ -93,3 +93,65 @@ def representative_flag(state: State, topic: str) -> TopicSysFlag | None:
     if not rows:
         return None
     return rows[min(rows)].topic_sys_flag
+
+
+class RouteBook:
+    """What the manager derives from the tables after each write: every topic entry's route
+    snapshot and version, and the three unit-flag topic sets (D8).
+
+    `commit` rebuilds exactly the topics the write touched; topics the write dropped took
+    their route and version with their entry (`State.vanished`), so they only leave the
+    unit sets. O(touched · B_t · I + vanished).
+    """
+
+    __slots__ = ("support_acting_master", "unit", "unit_sub", "unit_sub_non_unit", "version_seq")
+
+    def __init__(self, *, support_acting_master: bool) -> None:
+        self.support_acting_master = support_acting_master
+        self.version_seq = 0  # the last route version handed out
+        # topics by representative sys flag; plain sets, sorted when listed
+        self.unit: set[str] = set()
+        self.unit_sub: set[str] = set()
+        self.unit_sub_non_unit: set[str] = set()
+
+    @property
+    def unit_sets(self) -> tuple[set[str], set[str], set[str]]:
+        return self.unit, self.unit_sub, self.unit_sub_non_unit
+
+    def commit(self, state: State) -> list[str]:
+        """Bring routes, versions and unit sets up to date with ``state``; the topics whose
+        route changed (appeared, changed or went)."""
+        touched, vanished = state.take_touched()
+        changed = list(vanished)
+        if vanished:
+            for members in self.unit_sets:
+                if members:
+                    members.difference_update(vanished)
+        table = state.topics
+        seq = self.version_seq
+        for topic in touched:
+            entry = table.get(topic)
+            if entry is None:  # dropped after it was touched (reported above if it had a route)
+                continue
+            route = build_route(state, topic, support_acting_master=self.support_acting_master)
+            if route != entry.route:
+                seq += 1
+                entry.route, entry.version = route, seq
+                changed.append(topic)
+            self._refresh_unit_sets(state, topic)
+        self.version_seq = seq
+        return changed
+
+    def _refresh_unit_sets(self, state: State, topic: str) -> None:
+        flag = representative_flag(state, topic)
+        if not flag:  # no rows, or flag 0: in none of the three sets. O(1)
+            for members in self.unit_sets:
+                members.discard(topic)
+            return
+        unit = bool(flag & TopicSysFlag.UNIT)
+        sub = bool(flag & TopicSysFlag.UNIT_SUB)
+        for members, member in zip(self.unit_sets, (unit, sub, sub and not unit), strict=True):
+            if member:
+                members.add(topic)
+            else:
+                members.discard(topic)
