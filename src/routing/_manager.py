@@ -53,7 +53,6 @@ __all__ = ["RouteInfoManager", "RouteListener"]
 RouteListener = Callable[[RouteChange], None]
 
 
-
 class RouteInfoManager:
     """Which brokers serve which topics, and which brokers are alive.
 
