@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import routing as r
 from core_helpers import observable, reg, route_brokers
@@ -74,6 +76,45 @@ def test_heartbeat_never_creates_an_entry_nor_changes_timeout(mgr, clock):
     assert mgr.heartbeat(cluster="c1", broker_addr="h:1")
     live = mgr.live_brokers()[r.BrokerAddr(cluster="c1", addr="h:1")]
     assert (live.last_update_timestamp, live.heartbeat_timeout_ms) == (5_000, 10_000)
+
+
+STEPS = st.lists(
+    st.tuples(st.sampled_from(["register", "heartbeat", "advance", "scan"]),
+              st.integers(0, 5), st.sampled_from([1_000, 3_000, 10_000, 120_000]),
+              st.integers(0, 4_000)),
+    max_size=40)
+
+
+@given(STEPS)
+def test_scan_expired_removes_exactly_the_due_brokers_in_deadline_order(steps):
+    """Brokers with timeouts of their own, refreshed and moved between timeouts at random:
+    each scan returns exactly those with last_update + timeout < now, earliest first."""
+    clock = r.ManualClock(start_ms=0)
+    mgr = r.RouteInfoManager(clock=clock)
+    live: dict[str, tuple[int, int]] = {}  # address -> (last update, timeout)
+    for op, n, timeout, dt in steps:
+        addr = f"h:{n + 1}"
+        if op == "register":
+            mgr.register(reg(f"g{n}", 0, addr, heartbeat_timeout_ms=timeout))
+            live[addr] = (clock.now_ms(), timeout)
+        elif op == "heartbeat":
+            assert mgr.heartbeat(cluster="c1", broker_addr=addr) == (addr in live)
+            if addr in live:
+                live[addr] = (clock.now_ms(), live[addr][1])
+        elif op == "advance":
+            clock.advance(dt)
+        else:
+            now = clock.now_ms()
+            gone = mgr.scan_expired()
+            due = {a for a, (last, t) in live.items() if last + t < now}
+            assert {g.broker_addr for g in gone} == due
+            assert [(g.last_update_ms, g.timeout_ms) for g in gone] == [
+                live[g.broker_addr] for g in gone]
+            order = [g.last_update_ms + g.timeout_ms for g in gone]
+            assert order == sorted(order)
+            for a in due:
+                del live[a]
+        mgr.check_invariants()
 
 
 def test_expiry_of_a_replaced_address_leaves_no_zombie(mgr, clock):
