@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -117,6 +119,21 @@ def test_from_type_is_registered_through_the_entry_point(cls: type) -> None:
         assert isinstance(value, cls)
 
     check()
+
+
+@pytest.mark.parametrize("program", [
+    # hypothesis first: its entry point imports routing.strategies, which registers
+    "from hypothesis import strategies as st\nimport routing as r\n"
+    "assert isinstance(st.from_type(r.Registration).example(), r.Registration)",
+    # routing.strategies first: hypothesis runs its entry points while routing.strategies
+    # is half-imported (this used to fail with an AttributeError)
+    "import routing.strategies as rst\nfrom hypothesis import strategies as st\n"
+    "import routing as r\nassert isinstance(st.from_type(r.QueueData).example(), r.QueueData)",
+])
+def test_import_order_does_not_matter(program: str) -> None:
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(("factory", "kwargs"), [
