@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 import routing as r
@@ -139,6 +142,35 @@ def test_unchanged_version_leaves_existing_rows_alone(mgr):
     assert mgr.pickup_route("T1").queue_datas[0].write_queue_nums == 4
     mgr.register(reg("a", 0, "h:1", version=v.next(5), topics=topics("T1", "T2", queues=8)))
     assert mgr.pickup_route("T1").queue_datas[0].write_queue_nums == 8
+
+
+def test_the_manager_does_not_keep_a_registrations_topic_table_alive(mgr):
+    """The unchanged-table fast path holds the last table weakly (the port keeps none)."""
+    registration = reg("a", 0, "h:1", topic_names=("T1", "T2", "T3"))
+    table = weakref.ref(registration.topics)
+    assert mgr.register(registration).accepted
+    del registration
+    gc.collect()
+    assert table() is None
+
+
+@pytest.mark.parametrize("delete_by_omission", [False, True])
+def test_an_equal_table_after_the_last_one_died_changes_nothing(clock, delete_by_omission):
+    """Without the last table to compare with, an unchanged re-registration checks row by
+    row and still changes nothing: same snapshots, same versions, no event."""
+    events: list[r.RouteChange] = []
+    mgr = r.RouteInfoManager(clock=clock, listener=events.append, config=r.RoutingConfig(
+        delete_topic_with_broker_registration=delete_by_omission))
+    v = r.DataVersion(counter=1)
+    mgr.register(reg("a", 0, "h:1", version=v, topics=topics("T1", "T2", queues=4)))
+    gc.collect()
+    before = {t: (mgr.pickup_route(t), mgr.route_version(t)) for t in ("T1", "T2")}
+    events.clear()
+    assert mgr.register(reg("a", 0, "h:1", version=v, topics=topics("T1", "T2", queues=4))).accepted
+    assert {t: (mgr.pickup_route(t), mgr.route_version(t)) for t in ("T1", "T2")} == before
+    assert all(mgr.pickup_route(t) is before[t][0] for t in before)
+    assert [e.changed_topics for e in events] == [frozenset()]  # the refresh, no route change
+    mgr.check_invariants()
 
 
 def test_unchanged_version_repairs_missing_rows(mgr):

@@ -21,7 +21,7 @@ V = TypeVar("V")
 class FrozenMap(Mapping[K, V]):
     """An immutable ``dict`` copy: O(1) lookups, O(n) construction, cached O(n) hash."""
 
-    __slots__ = ("_data", "_hash")
+    __slots__ = ("__weakref__", "_data", "_hash")  # weakref: see Live.applied_table
 
     _data: dict[K, V]
     _hash: int | None

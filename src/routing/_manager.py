@@ -10,6 +10,7 @@ decisions D1–D12 and are listed in ``docs/java-parity.md``.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from . import _listings as listings
@@ -185,7 +186,7 @@ class RouteInfoManager:
                     data_version=reg.data_version, channel=reg.channel,
                     ha_server_addr=reg.ha_server_addr, generation=self._generation)
         if applied is not None:
-            live.applied_topics, live.applied_epoch = applied, group.rows_epoch
+            live.applied_table, live.applied_epoch = weakref.ref(applied), group.rows_epoch
             live.applied_partial = reg.partial
         st.put_live(live)
         if reg.filter_servers is not None:

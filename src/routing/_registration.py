@@ -44,12 +44,14 @@ def unchanged_table(old_live: Live | None, reg: Registration, group: Group, *,
     """True when re-applying ``reg.topics`` would change nothing: same version, same table
     as this live entry last applied, no row of the group changed since, and not a full
     registration after a partial one (which deleted nothing by omission). O(1) for the same
-    table object, else one C-level dict comparison."""
+    table object, else one C-level dict comparison; False when the last applied table is no
+    longer alive (the caller then checks row by row, as Java does)."""
     if register_first or version_changed or old_live is None:
         return False
     if old_live.applied_partial and not reg.partial:
         return False
-    applied = old_live.applied_topics
+    ref = old_live.applied_table
+    applied = ref() if ref is not None else None
     return (applied is not None and old_live.applied_epoch == group.rows_epoch
             and (applied is reg.topics or applied == reg.topics))
 

@@ -8,6 +8,7 @@ manager does both.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Hashable
 
 from ._deadlines import DeadlineIndex
@@ -42,7 +43,7 @@ class Group:
 
     ``rows_epoch`` counts changes to the group's topic rows; a live entry remembers the epoch
     at which it last applied its whole topic table, which makes unchanged re-registrations
-    O(1) (see ``Live.applied_topics``).
+    O(1) (see ``Live.applied_table``).
     """
 
     __slots__ = ("_snapshot", "addrs", "broker_name", "cluster", "enable_acting_master",
@@ -76,7 +77,7 @@ class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
-    __slots__ = ("applied_epoch", "applied_partial", "applied_topics", "broker_id",
+    __slots__ = ("applied_epoch", "applied_partial", "applied_table", "broker_id",
                  "broker_name", "channel",
                  "data_version", "generation", "ha_server_addr", "key", "last_update",
                  "timeout")
@@ -93,9 +94,12 @@ class Live:
         self.channel = channel
         self.ha_server_addr = ha_server_addr
         self.generation = generation
-        #: The topic table this entry last applied in full, and the group's rows_epoch
-        #: right after; None when it never wrote topics (a slave).
-        self.applied_topics: FrozenMap[str, TopicConfig] | None = None
+        #: A weak reference to the topic table this entry last applied in full, and the
+        #: group's rows_epoch right after; None when it never wrote topics (a slave). Weak:
+        #: the manager does not keep a registration's TopicConfig objects alive (the port
+        #: keeps none); a host that passes the same table again (the heartbeat object, the
+        #: simulator, the remoting layer for identical bytes) holds it anyway.
+        self.applied_table: weakref.ref[FrozenMap[str, TopicConfig]] | None = None
         self.applied_epoch = -1
         #: Whether that application was partial (D12): it then deleted nothing by omission.
         self.applied_partial = False
