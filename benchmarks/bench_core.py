@@ -764,7 +764,7 @@ COMPLEXITY = (
     ("register unchanged (equal copy)", "O(T_payload)",
      "O(T_payload): one comparison of the two topic tables (TopicConfig.__eq__ per topic)"),
     ("heartbeat", "O(1)", "O(1): the key moves to the end of its deadline bucket; a stale "
-     "bucket record is corrected by a later scan, O(log B), B = distinct timeouts"),
+     "bucket record is corrected by a later scan, O(B), B = distinct timeouts"),
     ("query_data_version", "O(1)", "O(1), as heartbeat"),
     ("scan_expired (none expired)", "O(L): every live entry, clock read per entry",
      "O(1): the earliest deadline"),
