@@ -6,11 +6,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: venv node-client test lint typecheck pytest demo bench bench-quick java-check clean
+.PHONY: venv node-client test lint typecheck pytest package-check demo bench bench-quick java-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	@# the distribution was called `routing` before 0.2.0: drop an old editable install
+	-@$(BIN)/pip uninstall --quiet --yes routing >/dev/null 2>&1
 	$(BIN)/pip install --quiet -e '.[dev,testing,spark,cli]'
 	touch $(STAMP)
 
@@ -36,7 +38,12 @@ typecheck: venv
 pytest: venv java-check node-client
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest -q
 
-test: lint typecheck pytest
+# The package as users get it: wheel + sdist, installed (not editable) in a fresh venv
+# outside the checkout, then import, CLI, plugin fixtures and from_type checked there.
+package-check: venv
+	$(BIN)/python tests/package/check_wheel.py
+
+test: lint typecheck pytest package-check
 
 demo: venv java-check
 	$(BIN)/routing demo

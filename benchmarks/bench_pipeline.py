@@ -135,7 +135,7 @@ def _child(engine: str, path: str, mode: str, warm: bool) -> dict[str, Any]:
         started = time.perf_counter()
         if engine == "reference":
             from routing.pipeline import analyze_local
-            from routing.pipeline._cli import write_local_tables
+            from routing.pipeline._schema import write_local_tables
 
             tables = analyze_local(path)
             write_local_tables(tables, out)

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routing as r
-from routing import strategies as rst
 from routing.testing import (
     FakeBroker,
     FakeClock,
@@ -26,6 +25,7 @@ from routing.testing import (
     RouteStateMachine,
     apply_operation,
 )
+from routing.testing import strategies as rst
 
 # =========================================================================== 1. a producer
 

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import routing as r
+from routing.cli._analyze import analyze_command, parse_time
 from routing.journal import JournalHeader, JournalRecord, Register, Scan
 from routing.journal._calls import Heartbeat, RegisterTopic, UnregisterMany
 from routing.pipeline import analyze_local
-from routing.pipeline._cli import analyze_command, parse_time
 from routing.pipeline._plan import WHOLE, component_count, components, nodes_of
 from routing.pipeline._scenarios import damage, play
 from routing.pipeline._schema import TABLES
@@ -269,4 +269,4 @@ def test_the_reference_needs_no_pyspark() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "pip install 'routing[spark]'" in done.stdout
+    assert "pip install 'rocketmq-routing[spark]'" in done.stdout

@@ -325,7 +325,7 @@ def test_summary_table_and_json() -> None:
 def test_cli_simulate_writes_journals_and_prints_the_table(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from routing.sim._cli import parse_duration_ms, simulate_command
+    from routing.cli._simulate import parse_duration_ms, simulate_command
 
     assert parse_duration_ms("1h30m") == 5_400_000
     assert parse_duration_ms("250ms") == 250

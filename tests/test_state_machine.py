@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
 import routing as r
-from routing import strategies as rst
 from routing.testing import FakeClock, Fleet, RouteStateMachine
+from routing.testing import strategies as rst
 
 # --------------------------------------------------------------------------- the real thing
 

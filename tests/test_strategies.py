@@ -1,4 +1,4 @@
-"""routing.strategies: valid values, invalid values, fleets, operations, from_type."""
+"""routing.testing.strategies: valid values, invalid values, fleets, operations, from_type."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import routing as r
-from routing import strategies as rst
 from routing._validate import check_addr, check_name, check_topic
 from routing.testing import (
     AdvanceOp,
@@ -23,6 +22,7 @@ from routing.testing import (
     apply_operation,
     describe,
 )
+from routing.testing import strategies as rst
 
 
 @given(name=rst.names(), topic=rst.topic_names(), addr=rst.addresses())
@@ -122,12 +122,12 @@ def test_from_type_is_registered_through_the_entry_point(cls: type) -> None:
 
 
 @pytest.mark.parametrize("program", [
-    # hypothesis first: its entry point imports routing.strategies, which registers
+    # hypothesis first: its entry point imports routing.testing.strategies, which registers
     "from hypothesis import strategies as st\nimport routing as r\n"
     "assert isinstance(st.from_type(r.Registration).example(), r.Registration)",
-    # routing.strategies first: hypothesis runs its entry points while routing.strategies
-    # is half-imported (this used to fail with an AttributeError)
-    "import routing.strategies as rst\nfrom hypothesis import strategies as st\n"
+    # the strategies first: hypothesis runs its entry points while they are half-imported
+    # (this used to fail with an AttributeError)
+    "import routing.testing.strategies as rst\nfrom hypothesis import strategies as st\n"
     "import routing as r\nassert isinstance(st.from_type(r.QueueData).example(), r.QueueData)",
 ])
 def test_import_order_does_not_matter(program: str) -> None:

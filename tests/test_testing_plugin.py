@@ -1,4 +1,4 @@
-"""routing.pytest_plugin: fixtures, the routing marker, and the overridable config."""
+"""routing.testing.pytest_plugin: fixtures, the routing marker, and the overridable config."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ decisions D1–D12 and are listed in ``docs/java-parity.md``.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from . import _listings as listings
@@ -33,12 +32,11 @@ from ._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
-from ._registration import NO_WRITE, min_id_notice, rejection, unchanged_table, write_topics
+from ._registration import NO_WRITE, apply_registration, decide_registration, min_id_notice
 from ._routes import RouteBook
 from ._state import Group, Live, LiveKey, State, no_master
 from ._validate import MAX_QUEUE_NUMS, check_addr, check_int, check_name, check_topic, fail
 from ._values import (
-    MASTER_ID,
     BrokerAddr,
     BrokerLiveInfo,
     DataVersion,
@@ -132,83 +130,20 @@ class RouteInfoManager:
         return result
 
     def _register(self, reg: Registration, now: int) -> tuple[RegisterResult, RouteChange | None]:
-        st = self._state
-        name, bid, addr = reg.broker_name, reg.broker_id, reg.broker_addr
-        key: LiveKey = (reg.cluster, addr)
-        group = st.groups.get(name)
-        members = group.addrs if group is not None else {}
-
-        # ---- decide first (D3: a rejection changes nothing, not even liveness)
-        refused = rejection(st, reg)
-        if refused is not None:
-            return RegisterResult(accepted=False, rejection=refused), None
-        notify = self._config.notify_min_broker_id_changed
-        min_changed = notify and bid < (min(members) if members else 0)
-
-        # ---- apply
-        new_group = group is None
-        if group is None:
-            group = st.groups[name] = Group(reg.cluster, name)
-        if name not in st.clusters.get(reg.cluster, ()):
-            st.add_to_cluster(reg.cluster, name)
-        is_old = reg.enable_acting_master is None
-        acting = (not is_old) and bool(reg.enable_acting_master)
-        group_dirty = new_group
-        if group.enable_acting_master != acting or group.zone_name != reg.zone_name:
-            group.enable_acting_master, group.zone_name = acting, reg.zone_name
-            group_dirty = True
-        if group.addrs.get(bid) != addr and st.remove_addr(group, addr, except_id=bid):
-            group_dirty = True  # slave -> master switch (step 5)
-        held = group.addrs.get(bid)
-        register_first = new_group or held is None
-        if held != addr:
-            if held is not None:
-                st.remove_addr(group, held)
-            st.add_member(group, bid, addr)
-            group_dirty = True
-
-        is_master = bid == MASTER_ID
-        is_prime_slave = not is_old and not is_master and bid == min(group.addrs)
-        old_live = st.live.get(key)
-        version_changed = old_live is None or old_live.data_version != reg.data_version
-        applied = None
-        if is_master or is_prime_slave:
-            applied = reg.topics
-            if not unchanged_table(old_live, reg, group, register_first=register_first,
-                                   version_changed=version_changed):
-                write_topics(st, reg, group, rewrite_all=register_first or version_changed,
-                             wipe_write=is_prime_slave and acting,
-                             delete_by_omission=self._config.delete_topic_with_broker_registration)
-
+        decided = decide_registration(self._state, reg, self._config)
+        if isinstance(decided, str):  # D3: a rejection changes nothing, not even liveness
+            return RegisterResult(accepted=False, rejection=decided), None
         self._generation += 1
-        live = Live(key, broker_name=name, broker_id=bid, last_update=now,
-                    timeout=reg.heartbeat_timeout_ms or self._config.default_heartbeat_timeout_ms,
-                    data_version=reg.data_version, channel=reg.channel,
-                    ha_server_addr=reg.ha_server_addr, generation=self._generation)
-        if applied is not None:
-            live.applied_table, live.applied_epoch = weakref.ref(applied), group.rows_epoch
-            live.applied_partial = reg.partial
-        st.put_live(live)
-        if reg.filter_servers is not None:
-            st.set_filter_servers(key, reg.filter_servers)
-        if group_dirty:
-            st.group_changed(group)
-
-        master_addr = ha_addr = None
-        if bid != MASTER_ID:
-            candidate = group.addrs.get(MASTER_ID)
-            master_live = st.live.get((reg.cluster, candidate)) if candidate else None
-            if master_live is not None:
-                master_addr, ha_addr = candidate, master_live.ha_server_addr
-        notices: list[MinBrokerIdChanged] = []
-        if min_changed:
-            notices.append(min_id_notice(group, offline=None, ha=reg.ha_server_addr))
+        applied = apply_registration(self._state, reg, now, decided, self._config,
+                                     generation=self._generation)
         registered = () if self._listener is None else (BrokerRegistered(
-            cluster=reg.cluster, broker_name=name, broker_id=bid, broker_addr=addr,
-            generation=live.generation, first=old_live is None),)
-        event = self._commit(now, "register", registered=registered, notices=notices)
-        return RegisterResult(accepted=True, master_addr=master_addr, ha_server_addr=ha_addr,
-                              generation=live.generation, notifications=tuple(notices)), event
+            cluster=reg.cluster, broker_name=reg.broker_name, broker_id=reg.broker_id,
+            broker_addr=reg.broker_addr, generation=self._generation, first=applied.first),)
+        event = self._commit(now, "register", registered=registered, notices=applied.notices)
+        return RegisterResult(accepted=True, master_addr=applied.master_addr,
+                              ha_server_addr=applied.ha_server_addr,
+                              generation=self._generation,
+                              notifications=applied.notices), event
 
     # ================================================================== removal
 

@@ -1,18 +1,138 @@
-"""The parts of a registration (Java ``registerBroker``, §2.1) that are pure functions of
-the tables: the rejections decided before anything changes (D3), the unchanged-table fast
-path, the topic write (step 10), and who learns that a group's smallest id changed (§2.13).
-The manager sequences them under its lock."""
+"""A broker registration (Java ``registerBroker``, §2.1), read top to bottom in Java's order.
+
+`decide_registration` runs first and changes nothing: the refusals of steps 6 and 7 (D3).
+`apply_registration` then applies steps 1–12 to the tables in order: cluster and group
+(1–4), the slave→master address switch (5), the member (5), the topic rows written by the
+master or a prime slave when the version changed, the group is new, or rows are missing
+(9–10, with the unchanged-table fast path), the live entry (8; written after the rows so
+the fast path can compare with the previous entry), the filter servers (11) and the reply's
+master address (12), plus who learns that the group's smallest id changed (§2.13). The
+manager holds the lock, numbers the generation and commits the routes."""
 
 from __future__ import annotations
 
-from ._messages import MinBrokerIdChanged, Registration
-from ._state import Group, Live, State
-from ._values import Perm, queue_row
+import weakref
 
-__all__ = ["NO_WRITE", "min_id_notice", "rejection", "unchanged_table", "write_topics"]
+import attrs
+
+from ._messages import MinBrokerIdChanged, Registration, RoutingConfig
+from ._state import Group, Live, LiveKey, State
+from ._values import MASTER_ID, Perm, queue_row
+
+__all__ = ["NO_WRITE", "Applied", "Decision", "apply_registration", "decide_registration",
+           "min_id_notice", "rejection", "unchanged_table", "write_topics"]
 
 #: Permission bits without the write bit.
 NO_WRITE = ~Perm.WRITE & 0xF
+
+
+@attrs.frozen(kw_only=True)
+class Decision:
+    """What `decide_registration` read before anything changed."""
+
+    #: §2.13: the new id is below every id the group had (only when notifications are on).
+    min_changed: bool
+
+
+@attrs.frozen(kw_only=True)
+class Applied:
+    """What an applied registration tells the manager for its result and event."""
+
+    first: bool
+    master_addr: str | None
+    ha_server_addr: str | None
+    notices: tuple[MinBrokerIdChanged, ...]
+
+
+def decide_registration(state: State, reg: Registration,
+                        config: RoutingConfig) -> Decision | str:
+    """Steps 6–7 before any write: the refusal (a reason) or what the apply needs. O(1)
+    (O(I) for the smallest id when notifications are on)."""
+    refused = rejection(state, reg)
+    if refused is not None:
+        return refused
+    group = state.groups.get(reg.broker_name)
+    members = group.addrs if group is not None else {}
+    return Decision(min_changed=config.notify_min_broker_id_changed
+                    and reg.broker_id < (min(members) if members else 0))
+
+
+def apply_registration(state: State, reg: Registration, now: int, decision: Decision,
+                       config: RoutingConfig, *, generation: int) -> Applied:
+    """Apply an accepted registration to the tables, Java's steps in order (see the module
+    docstring). O(I) plus O(T_payload) when the topic rows are written."""
+    name, bid, addr = reg.broker_name, reg.broker_id, reg.broker_addr
+    key: LiveKey = (reg.cluster, addr)
+
+    # steps 1-4: cluster and group (the acting-master flag and zone follow the newest)
+    group = state.groups.get(name)
+    new_group = group is None
+    if group is None:
+        group = state.groups[name] = Group(reg.cluster, name)
+    if name not in state.clusters.get(reg.cluster, ()):
+        state.add_to_cluster(reg.cluster, name)
+    is_old = reg.enable_acting_master is None
+    acting = (not is_old) and bool(reg.enable_acting_master)
+    group_dirty = new_group
+    if group.enable_acting_master != acting or group.zone_name != reg.zone_name:
+        group.enable_acting_master, group.zone_name = acting, reg.zone_name
+        group_dirty = True
+
+    # step 5: the same address under another id leaves (slave -> master switch); the id
+    # takes this address
+    if group.addrs.get(bid) != addr and state.remove_addr(group, addr, except_id=bid):
+        group_dirty = True
+    held = group.addrs.get(bid)
+    register_first = new_group or held is None
+    if held != addr:
+        if held is not None:
+            state.remove_addr(group, held)
+        state.add_member(group, bid, addr)
+        group_dirty = True
+
+    # steps 9-10: topic rows, by the master or a prime slave only
+    is_master = bid == MASTER_ID
+    is_prime_slave = not is_old and not is_master and bid == min(group.addrs)
+    old_live = state.live.get(key)
+    version_changed = old_live is None or old_live.data_version != reg.data_version
+    applied = None
+    if is_master or is_prime_slave:
+        applied = reg.topics
+        if not unchanged_table(old_live, reg, group, register_first=register_first,
+                               version_changed=version_changed):
+            write_topics(state, reg, group, rewrite_all=register_first or version_changed,
+                         wipe_write=is_prime_slave and acting,
+                         delete_by_omission=config.delete_topic_with_broker_registration)
+
+    # step 8: the live entry (a new generation; remembers the table it applied)
+    live = Live(key, broker_name=name, broker_id=bid, last_update=now,
+                timeout=reg.heartbeat_timeout_ms or config.default_heartbeat_timeout_ms,
+                data_version=reg.data_version, channel=reg.channel,
+                ha_server_addr=reg.ha_server_addr, generation=generation)
+    if applied is not None:
+        live.applied_table, live.applied_epoch = weakref.ref(applied), group.rows_epoch
+        live.applied_partial = reg.partial
+    state.put_live(live)
+
+    # step 11: filter servers
+    if reg.filter_servers is not None:
+        state.set_filter_servers(key, reg.filter_servers)
+    if group_dirty:
+        state.group_changed(group)
+
+    # step 12: a slave learns its master's address and HA address
+    master_addr = ha_addr = None
+    if bid != MASTER_ID:
+        candidate = group.addrs.get(MASTER_ID)
+        master_live = state.live.get((reg.cluster, candidate)) if candidate else None
+        if master_live is not None:
+            master_addr, ha_addr = candidate, master_live.ha_server_addr
+
+    # §2.13: the group's smallest id changed
+    notices = (min_id_notice(group, offline=None, ha=reg.ha_server_addr),) \
+        if decision.min_changed else ()
+    return Applied(first=old_live is None, master_addr=master_addr, ha_server_addr=ha_addr,
+                   notices=notices)
 
 
 def rejection(state: State, reg: Registration) -> str | None:

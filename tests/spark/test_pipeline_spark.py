@@ -22,8 +22,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from routing.cli._analyze import analyze_command
 from routing.pipeline import RejectedRecords, analyze, analyze_local, to_parquet
-from routing.pipeline._cli import analyze_command
 from routing.pipeline._scenarios import damage, operations, play
 from routing.pipeline._schema import TABLES, sort_rows
 from routing.pipeline._spark import read_lines, rows_equal
@@ -208,7 +208,7 @@ def test_the_demo_simulates_analyzes_prints_and_draws(spark: Any, tmp_path: Path
     import pyarrow.parquet as pq
     from rich.console import Console
 
-    from routing.pipeline._demo import run_demo
+    from routing.cli._demo_run import run_demo
 
     out = io.StringIO()
     config = SimConfig(groups=3, slaves=1, nameservers=2, duration_ms=1_200_000, seed=5,

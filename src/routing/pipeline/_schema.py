@@ -8,12 +8,14 @@ epoch in milliseconds (a ``long``, named ``*_ms``); durations are in ms too.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 
-__all__ = ["TABLES", "Column", "Table", "sort_rows"]
+__all__ = ["TABLES", "Column", "Table", "sort_rows", "write_local_tables"]
 
 _TYPES = ("string", "long", "double", "boolean", "array<string>")
 
@@ -259,3 +261,18 @@ def sort_rows(table: Table, rows: Sequence[Mapping[str, Any]]) -> list[dict[str,
     order = (*table.key, *(n for n in table.names if n not in table.key))
     return sorted((dict(r) for r in rows),
                   key=lambda r: tuple(_sort_value(r.get(n)) for n in order))
+
+
+def write_local_tables(tables: dict[str, list[dict[str, Any]]], out_dir: Path) -> None:
+    """Write the reference's tables as Parquet, the layout Spark writes
+    (``out_dir/<table>/part-00000.parquet``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name, rows in tables.items():
+        target = out_dir / name
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=TABLES[name].arrow_schema()),
+                       target / "part-00000.parquet")

@@ -126,7 +126,8 @@ def check_pyspark() -> str:
     try:
         import pyspark
     except ImportError:
-        raise SparkUnavailable("pyspark is not installed: pip install 'routing[spark]'") from None
+        raise SparkUnavailable(
+            "pyspark is not installed: pip install 'rocketmq-routing[spark]'") from None
     return str(pyspark.__version__)
 
 

@@ -332,3 +332,33 @@ def describe(fault: Fault, group_names: Sequence[str], ns_ids: Sequence[str],
         return f"{name} {fault.topic or note or '(auto)'}"
     return (f"{name}/{fault.broker_id} loss {fault.loss_rate:g} "
             f"+{fault.extra_latency_ms} ms for {secs(fault.duration_ms)}")
+
+
+@attrs.frozen(kw_only=True)
+class FaultRecord:
+    """One fault as it happened.
+
+    ``start_ms`` is when it struck; ``end_ms`` when its cause ended (restart, heal, name
+    server back, link repaired; None: not within the run; equal to ``start_ms`` for topic
+    faults). ``target_addrs`` are the broker addresses it made unreachable, ``nameservers``
+    the name servers it cut off from them (all of them, except for a partition), ``topics``
+    the topics it may change (of those, only ``group``'s part when set). ``skipped`` says
+    why nothing happened (e.g. the broker was already down); ``note`` adds what the run
+    decided (the promoted slave, the chosen topic).
+    """
+
+    index: int
+    fault: Fault
+    start_ms: int
+    end_ms: int | None
+    target_addrs: tuple[str, ...] = ()
+    #: The broker group whose part of each route the fault can change (None: whole routes).
+    group: str | None = None
+    nameservers: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    skipped: str | None = None
+    note: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.fault.kind

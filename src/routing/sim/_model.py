@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -13,45 +12,13 @@ from .._manager import RouteInfoManager
 from .._messages import RouteChange
 from .._values import TopicRouteData
 from ..journal import JournalReadResult, read_journals
-from ._faults import Fault, SimConfig
+from ._faults import FaultRecord, SimConfig
+from ._summary import SimSummary, summarize
 
-if TYPE_CHECKING:
-    from ._summary import SimSummary
-
-__all__ = ["FaultRecord", "NsChange", "SimResult", "SimStats"]
+__all__ = ["FaultRecord", "NsChange", "SimResult", "SimStats"]  # FaultRecord: re-export
 
 #: One name server's route of one topic over time: (ms, route or None) at each change.
 RouteTimeline = tuple[tuple[int, TopicRouteData | None], ...]
-
-
-@attrs.frozen(kw_only=True)
-class FaultRecord:
-    """One fault as it happened.
-
-    ``start_ms`` is when it struck; ``end_ms`` when its cause ended (restart, heal, name
-    server back, link repaired; None: not within the run; equal to ``start_ms`` for topic
-    faults). ``target_addrs`` are the broker addresses it made unreachable, ``nameservers``
-    the name servers it cut off from them (all of them, except for a partition), ``topics``
-    the topics it may change (of those, only ``group``'s part when set). ``skipped`` says
-    why nothing happened (e.g. the broker was already down); ``note`` adds what the run
-    decided (the promoted slave, the chosen topic).
-    """
-
-    index: int
-    fault: Fault
-    start_ms: int
-    end_ms: int | None
-    target_addrs: tuple[str, ...] = ()
-    #: The broker group whose part of each route the fault can change (None: whole routes).
-    group: str | None = None
-    nameservers: tuple[str, ...] = ()
-    topics: tuple[str, ...] = ()
-    skipped: str | None = None
-    note: str = ""
-
-    @property
-    def kind(self) -> str:
-        return self.fault.kind
 
 
 @attrs.frozen(kw_only=True)
@@ -135,6 +102,4 @@ class SimResult:
     def summary(self) -> SimSummary:
         """Per fault: how long until each name server stopped routing to the broker it made
         unreachable, and how long the name servers disagreed about each affected topic."""
-        from ._summary import summarize
-
         return summarize(self)

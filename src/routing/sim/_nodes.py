@@ -12,7 +12,10 @@ from .._values import DataVersion, TopicConfig
 from ..heartbeat import BrokerHeartbeat
 from ..journal import JournalRecorder, JournalSink
 
-__all__ = ["Client", "Group", "NameServer", "Proc"]
+__all__ = ["QUEUES_PER_TOPIC", "Client", "Group", "NameServer", "Proc"]
+
+#: Read and write queues of every topic the simulator creates.
+QUEUES_PER_TOPIC = 8
 
 
 class Proc:

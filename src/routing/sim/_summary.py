@@ -1,6 +1,7 @@
 """Per-fault measurements of a run: time to stop routing to a lost broker, disagreement.
 
-Everything is computed after the run from `SimResult` timelines (no re-simulation):
+Everything is computed after the run from its timelines (`RunTimelines`; a `SimResult`
+has them), with no re-simulation:
 
 - **stopped routing** (per name server): for a fault that made broker ``A`` unreachable, the
   time from the fault until that name server's routes of the group's topics no longer list
@@ -21,19 +22,37 @@ Everything is computed after the run from `SimResult` timelines (no re-simulatio
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import attrs
 
 from .._frozen import FrozenMap
 from .._values import TopicRouteData
-from ._faults import SETTLE_MS, describe
+from ._faults import SETTLE_MS, FaultRecord, describe
 
-if TYPE_CHECKING:
-    from ._model import FaultRecord, SimResult
+__all__ = ["FaultSummary", "RunTimelines", "SimSummary", "summarize"]
 
-__all__ = ["FaultSummary", "SimSummary", "summarize"]
+
+class RunTimelines(Protocol):
+    """What `summarize` reads of a run (`SimResult` has it all): the summary depends on the
+    run's records, never the other way round."""
+
+    @property
+    def end_ms(self) -> int: ...
+    @property
+    def nameserver_ids(self) -> tuple[str, ...]: ...
+    @property
+    def group_names(self) -> tuple[str, ...]: ...
+    @property
+    def faults(self) -> tuple[FaultRecord, ...]: ...
+    @property
+    def route_timeline(
+        self) -> Mapping[str, Mapping[str, Sequence[tuple[int, TopicRouteData | None]]]]: ...
+    @property
+    def serving(self) -> Mapping[str, Sequence[tuple[int, bool]]]: ...
+    @property
+    def client_views(self) -> Sequence[Sequence[tuple[int, frozenset[str]]]]: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -163,7 +182,7 @@ def _part(route: TopicRouteData | None, group: str | None) -> object:
 
 
 class _Analysis:
-    def __init__(self, result: SimResult) -> None:
+    def __init__(self, result: RunTimelines) -> None:
         self.result = result
         self.serving = {ns: _Steps(s) for ns, s in result.serving.items()}
         self._routes: dict[tuple[str, str], _Steps] = {}
@@ -237,7 +256,7 @@ class _Analysis:
         return routing, (None if never or not routing else worst)
 
 
-def summarize(result: SimResult) -> SimSummary:
+def summarize(result: RunTimelines) -> SimSummary:
     """Measure every fault of ``result`` (see the module doc). Cost: O(faults · affected
     topics · name servers · log(changes))."""
     analysis = _Analysis(result)

@@ -9,10 +9,11 @@ Shipped inside the package, the way fakeredis, pytest-httpserver, time-machine a
 * operations as values (`RegisterOp`, `AdvanceOp`, …), `apply_operation` and
   `run_operations` to replay them, and `RouteModel`, a slow reference implementation;
 * `RouteStateMachine` — a hypothesis ``RuleBasedStateMachine`` comparing a system under
-  test with `RouteModel` (needs ``pip install 'routing[testing]'``; imported lazily, so
+  test with `RouteModel` (needs ``pip install 'rocketmq-routing[testing]'``; imported lazily, so
   the rest of this module works without hypothesis).
 
-The pytest fixtures live in `routing.pytest_plugin`, the strategies in `routing.strategies`.
+The pytest fixtures live in `routing.testing.pytest_plugin`, the strategies in
+`routing.testing.strategies`.
 """
 
 from __future__ import annotations

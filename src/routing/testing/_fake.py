@@ -10,8 +10,7 @@ through the clock; scans and periodic registrations run at the exact instants th
 from __future__ import annotations
 
 import itertools
-import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, TypeVar
 
 import attrs
@@ -28,7 +27,8 @@ from .._messages import (
 )
 from .._validate import MAX_TOPIC_LENGTH, TOPIC_PATTERN
 from .._values import DataVersion, Perm, TopicConfig, TopicRouteData
-from ._render import route_lines, side_by_side
+from ._fake_asserts import RouteAssertions
+from ._fake_clock import FakeClock, _run_until
 
 __all__ = [
     "BrokerState",
@@ -83,83 +83,6 @@ class FakeChannel:
 
     def __repr__(self) -> str:
         return f"<channel {self.broker_addr}->{self.nameserver} #{self.serial}>"
-
-
-# --------------------------------------------------------------------------- clock
-
-
-class FakeClock(ManualClock):
-    """A `ManualClock` that runs the scheduled work of the fake name servers using it.
-
-    ``advance``/``set`` stop at every instant where a scan or a periodic registration is
-    due, run it with the clock reading exactly that instant, and go on. So time may be
-    moved by the test, by code under test, or by any fake sharing the clock, and the
-    fakes still behave as if their schedulers had fired on time. At one instant,
-    registrations run before scans, name server by name server in creation order.
-    """
-
-    def __init__(self, start_ms: int = 0) -> None:
-        super().__init__(start_ms)
-        self._servers: list[weakref.ref[FakeNameServer]] = []
-        self._stepping = False
-
-    def _attach(self, server: FakeNameServer) -> None:
-        self._servers.append(weakref.ref(server))
-
-    def _attached(self) -> list[FakeNameServer]:
-        alive = [s for ref in self._servers if (s := ref()) is not None]
-        if len(alive) != len(self._servers):
-            self._servers = [weakref.ref(s) for s in alive]
-        return alive
-
-    def advance(self, ms: int) -> int:
-        """Move forward ``ms`` (>= 0) milliseconds, running due work; return the new time."""
-        if not isinstance(ms, int) or isinstance(ms, bool):
-            raise TypeError(f"ms must be an int (milliseconds), got {ms!r}")
-        if ms < 0:
-            raise ValueError(f"ManualClock cannot go backwards: advance({ms})")
-        return self.set(self.now_ms() + ms)
-
-    def set(self, ms: int) -> int:
-        """Jump to instant ``ms`` (not earlier than now), running due work on the way."""
-        if not isinstance(ms, int) or isinstance(ms, bool):
-            raise TypeError(f"ms must be an int (milliseconds), got {ms!r}")
-        if ms < self.now_ms():
-            raise ValueError(f"ManualClock cannot go backwards: set({ms}) but now_ms is "
-                             f"{self.now_ms()}")
-        if self._stepping:
-            raise RuntimeError("the clock was moved from inside a scheduled step "
-                               "(a listener or wrapper must not move time)")
-        _run_until(self, self._attached(), ms)
-        return ms
-
-    def _jump(self, ms: int) -> None:
-        super().set(ms)
-
-    def __repr__(self) -> str:
-        return f"FakeClock(now_ms={self.now_ms()})"
-
-
-def _run_until(clock: ManualClock, servers: Sequence[FakeNameServer], target_ms: int) -> None:
-    """Step ``clock`` to ``target_ms`` through every due instant of ``servers``."""
-    jump = clock._jump if isinstance(clock, FakeClock) else clock.set
-    while True:
-        due = [t for s in servers if (t := s._next_due_ms()) is not None and t <= target_ms]
-        if not due:
-            break
-        instant = max(min(due), clock.now_ms())
-        jump(instant)
-        if isinstance(clock, FakeClock):
-            clock._stepping = True
-        try:
-            for server in servers:
-                server._run_registrations_due(instant)
-            for server in servers:
-                server._run_scan_due(instant)
-        finally:
-            if isinstance(clock, FakeClock):
-                clock._stepping = False
-    jump(target_ms)
 
 
 # --------------------------------------------------------------------------- brokers
@@ -359,7 +282,7 @@ class FakeBroker:
 # --------------------------------------------------------------------------- name server
 
 
-class FakeNameServer:
+class FakeNameServer(RouteAssertions):
     """A name server for tests: one `RouteInfoManager`, one clock, fake brokers.
 
     >>> from routing.testing import FakeNameServer
@@ -565,104 +488,6 @@ class FakeNameServer:
         """Forget the event log."""
         self._events.clear()
 
-    # ------------------------------------------------------------------ assertions
-
-    def assert_route(self, topic: str, *, brokers: Iterable[str] | None = None,
-                     writable_queues: int | None = None, readable_queues: int | None = None,
-                     writable_brokers: Iterable[str] | None = None,
-                     addrs: Mapping[str, Mapping[int, str]] | None = None) -> TopicRouteData:
-        """Assert that ``topic`` has a route with the given properties; return it.
-
-        ``brokers``: exact set of broker names in the route. ``writable_queues`` /
-        ``readable_queues``: total write queues over rows with the write bit / read queues
-        over rows with the read bit. ``writable_brokers``: exact set of names whose row
-        has the write bit. ``addrs``: exact ``{broker name: {id: addr}}`` for the named
-        groups. On failure the message shows expected and actual side by side, plus the
-        recent events.
-        """
-        route = self._peek(topic)
-        expected: list[tuple[str, str, str]] = []
-        if brokers is not None:
-            want = sorted(set(brokers))
-            have = sorted(q.broker_name for q in route.queue_datas) if route else []
-            expected.append(("brokers", ", ".join(want) or "-", ", ".join(have) or "-"))
-        if writable_queues is not None:
-            have_w = route.writable_queue_count if route else 0
-            expected.append(("writable queues", str(writable_queues), str(have_w)))
-        if readable_queues is not None:
-            have_r = sum(q.read_queue_nums for q in route.queue_datas
-                         if q.perm & Perm.READ) if route else 0
-            expected.append(("readable queues", str(readable_queues), str(have_r)))
-        if writable_brokers is not None:
-            want_wb = sorted(set(writable_brokers))
-            have_wb = sorted(q.broker_name for q in route.queue_datas
-                             if q.writable) if route else []
-            expected.append(("writable brokers", ", ".join(want_wb) or "-",
-                             ", ".join(have_wb) or "-"))
-        if addrs is not None:
-            groups = {b.broker_name: b.broker_addrs for b in route.broker_datas} if route \
-                else {}
-            for name, members in sorted(addrs.items()):
-                want_a = _addrs_text(members)
-                have_a = _addrs_text(groups[name]) if name in groups else "(absent)"
-                expected.append((f"addrs of {name}", want_a, have_a))
-        failed = route is None or any(want != have for _, want, have in expected)
-        if failed:
-            rows = [("route", "present", "present" if route else "(no route)"), *expected]
-            raise AssertionError(self._failure(f"route of {topic!r}", rows, route))
-        assert route is not None
-        return route
-
-    def assert_no_route(self, topic: str) -> None:
-        """Assert that ``topic`` has no route."""
-        route = self._peek(topic)
-        if route is not None:
-            raise AssertionError(self._failure(
-                f"route of {topic!r}", [("route", "(no route)", "present")], route))
-
-    def assert_expired(self, *brokers: FakeBroker | str) -> None:
-        """Assert that each broker (a handle or an address) has no live entry and is no
-        member of any group: it expired, disconnected or was unregistered."""
-        self._assert_liveness(brokers, alive=False)
-
-    def assert_alive(self, *brokers: FakeBroker | str) -> None:
-        """Assert that each broker (a handle or an address) has a live entry."""
-        self._assert_liveness(brokers, alive=True)
-
-    def _assert_liveness(self, brokers: Sequence[FakeBroker | str], *, alive: bool) -> None:
-        live = {k.addr: v for k, v in self.manager.live_brokers().items()}
-        members = {a: n for n, g in self.manager.cluster_info().broker_addr_table.items()
-                   for a in g.broker_addrs.values()}
-        rows = []
-        for b in brokers:
-            addr = b.addr if isinstance(b, FakeBroker) else b
-            info = live.get(addr)
-            have = "absent" if info is None else (
-                f"live, last update {info.last_update_timestamp} ms, timeout "
-                f"{info.heartbeat_timeout_ms} ms")
-            if not alive and info is None and addr in members:
-                have = f"no live entry but still a member of {members[addr]}"
-            ok = (info is not None) if alive else (info is None and addr not in members)
-            rows.append((addr, "live" if alive else "absent", have if not ok else
-                         ("live" if alive else "absent")))
-        if any(want != have for _, want, have in rows):
-            raise AssertionError(self._failure("liveness", rows, None))
-
-    def _failure(self, what: str, rows: list[tuple[str, str, str]],
-                 route: TopicRouteData | None) -> str:
-        width = max(len(r[0]) for r in rows)
-        left = [f"{name:<{width}}  {want}" for name, want, _ in rows]
-        right = [have for _, _, have in rows]
-        table = side_by_side("expected", left, "actual", right,
-                             differs=[want != have for _, want, have in rows])
-        details = "\n".join("    " + line for line in route_lines(route))
-        return (f"{what} at {self.clock.now_ms()} ms on {self.name}:\n{table}\n"
-                f"  actual route:\n{details}\n  recent events:\n"
-                + "\n".join("    " + line for line in self.event_log(last=12).splitlines()))
-
-    def _peek(self, topic: str) -> TopicRouteData | None:
-        return self.manager.pickup_route(topic)
-
     # ------------------------------------------------------------------ internals
 
     def _call(self, fn: Callable[[RouteInfoManager], _T]) -> _T:
@@ -744,6 +569,3 @@ class FakeNameServer:
                 self._next_scan_ms += self.scan_interval_ms
             self._scan()
 
-
-def _addrs_text(members: Mapping[int, str]) -> str:
-    return ", ".join(f"{i}={a}" for i, a in sorted(members.items())) or "-"

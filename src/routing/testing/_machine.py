@@ -1,6 +1,6 @@
 """`RouteStateMachine`: hypothesis stateful testing of a routing system against `RouteModel`.
 
-Needs hypothesis (``pip install 'routing[testing]'``). Like zarr's
+Needs hypothesis (``pip install 'rocketmq-routing[testing]'``). Like zarr's
 ``ZarrHierarchyStateMachine``, the machine is built around the system under test, which it
 gets from `RouteStateMachine.make_system`; subclass and override it to check your own
 wrapper around `RouteInfoManager`.
@@ -16,9 +16,9 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from .. import strategies as rst
 from .._manager import RouteInfoManager
 from .._messages import RoutingConfig
+from . import strategies as rst
 from ._fake import FakeClock
 from ._model import RouteModel
 from ._ops import AdvanceOp, Fleet, Operation, Outcome, RoutingSystem, ScanOp, apply_operation
@@ -97,11 +97,11 @@ class RouteStateMachine(RuleBasedStateMachine):
                     (cls,), {"system_factory": staticmethod(factory)})
 
     def fleet_strategy(self) -> st.SearchStrategy[Fleet]:
-        """The fleets to draw (default `routing.strategies.fleets()`)."""
+        """The fleets to draw (default `routing.testing.strategies.fleets()`)."""
         return rst.fleets()
 
     def config_strategy(self) -> st.SearchStrategy[RoutingConfig]:
-        """The configurations to draw (default `routing.strategies.routing_configs()`)."""
+        """The configurations to draw (default `routing.testing.strategies.routing_configs()`)."""
         return rst.routing_configs()
 
     # ------------------------------------------------------------------ setup

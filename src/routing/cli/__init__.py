@@ -17,19 +17,19 @@ try:
     import click
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SystemExit(
-        "the routing command line needs its extra: pip install 'routing[cli]'") from exc
+        "the routing command line needs its extra: pip install 'rocketmq-routing[cli]'") from exc
 
 __all__ = ["main"]
 
 #: command name -> (module, attribute, one-line help)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
-    "demo": ("routing._demo_cli", "demo_command",
+    "demo": ("routing.cli._demo", "demo_command",
              "Simulate, analyze on Spark, print a summary and draw a timeline."),
-    "simulate": ("routing.sim._cli", "simulate_command",
+    "simulate": ("routing.cli._simulate", "simulate_command",
                  "Run the deterministic cluster simulator and write journals."),
-    "analyze": ("routing.pipeline._cli", "analyze_command",
+    "analyze": ("routing.cli._analyze", "analyze_command",
                 "Analyze name-server journals with PySpark."),
-    "serve": ("routing.remoting._cli", "serve_command",
+    "serve": ("routing.cli._serve", "serve_command",
               "Serve RocketMQ's remoting protocol (a name server for tests)."),
 }
 
@@ -52,6 +52,6 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup)
-@click.version_option(package_name="routing")
+@click.version_option(package_name="rocketmq-routing")
 def main(**_: Any) -> None:
     """routing: the routing brain of a RocketMQ-style name server."""

@@ -1,7 +1,7 @@
 """``routing simulate``: the click command (click and rich are imported here only).
 
 The ``routing`` group registers `simulate_command`; it can also be run on its own with
-``python -m routing.sim._cli``.
+``python -m routing.cli._simulate``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ._faults import FAULT_KINDS, PROFILES, SimConfig
-from ._model import SimResult
-from ._runner import simulate
+from ..sim._faults import FAULT_KINDS, PROFILES, SimConfig
+from ..sim._model import SimResult
+from ..sim._runner import simulate
 
 __all__ = ["config_to_json", "parse_duration_ms", "simulate_command"]
 

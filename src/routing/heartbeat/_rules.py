@@ -13,8 +13,8 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._messages import Registration, VersionAnswer
-from ._validate import (
+from .._messages import Registration, VersionAnswer
+from .._validate import (
     attrs_check,
     attrs_optional,
     check_addr,
@@ -23,7 +23,7 @@ from ._validate import (
     check_name,
     fail,
 )
-from ._values import DataVersion, Perm, TopicConfig
+from .._values import DataVersion, Perm, TopicConfig
 
 __all__ = [
     "FIRST_REGISTER_DELAY_MS",

@@ -15,11 +15,11 @@ from typing import Any
 
 from rich.console import Console
 
+from ..pipeline._session import default_master, spark_session
+from ..pipeline._summary import render, summarize_analysis
+from ..pipeline._timeline import draw_timeline, write_html
 from ..sim import SimConfig, simulate
-from ._cli import spark_progress
-from ._session import default_master, spark_session
-from ._summary import render, summarize_analysis
-from ._timeline import draw_timeline, write_html
+from ._analyze import spark_progress
 
 __all__ = ["DEMO_CONFIG", "run_demo"]
 
@@ -60,7 +60,7 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
     owned = SparkSession.getActiveSession() is None  # stop it at the end only if ours
     spark = spark_session(master, app_name="routing-demo")
     try:
-        from ._spark import analyze
+        from ..pipeline._spark import analyze
 
         started = time.monotonic()
         tables_dir = out_dir / "tables"

@@ -15,7 +15,7 @@ import click
 
 from .._errors import RoutingError
 from .._messages import RoutingConfig
-from ._server import run_server
+from ..remoting._server import run_server
 
 __all__ = ["serve_command"]
 

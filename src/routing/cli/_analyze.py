@@ -1,11 +1,10 @@
-"""``routing analyze``: the click command (click and rich are imported only here and in the
-demo, the ``cli`` extra)."""
+"""``routing analyze``: the click command (click and rich, the ``cli`` extra, are imported only
+under `routing.cli`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -16,12 +15,12 @@ from typing import Any
 import click
 from rich.console import Console
 
-from ._schema import TABLES
-from ._session import SparkUnavailable, default_master, spark_session
-from ._summary import Summary, render, summarize_analysis, summarize_rows
-from .reference import RejectedRecords, analyze_local
+from ..pipeline._schema import write_local_tables
+from ..pipeline._session import SparkUnavailable, default_master, spark_session
+from ..pipeline._summary import Summary, render, summarize_analysis, summarize_rows
+from ..pipeline.reference import RejectedRecords, analyze_local
 
-__all__ = ["analyze_command", "parse_time", "spark_progress", "write_local_tables"]
+__all__ = ["analyze_command", "parse_time", "spark_progress"]
 
 
 def parse_time(text: str) -> int:
@@ -47,21 +46,6 @@ def parse_time(text: str) -> int:
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return round(when.timestamp() * 1000)
-
-
-def write_local_tables(tables: dict[str, list[dict[str, Any]]], out_dir: Path) -> None:
-    """Write the reference's tables as Parquet, the layout Spark writes
-    (``out_dir/<table>/part-00000.parquet``)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    for name, rows in tables.items():
-        target = out_dir / name
-        if target.exists():
-            shutil.rmtree(target)
-        target.mkdir(parents=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=TABLES[name].arrow_schema()),
-                       target / "part-00000.parquet")
 
 
 @contextmanager
@@ -118,7 +102,7 @@ def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[st
 
 def _timeline(out: Path, summary: Summary, tables: dict[str, list[dict[str, Any]]],
               console: Console) -> None:
-    from ._timeline import draw_timeline, write_html
+    from ..pipeline._timeline import draw_timeline, write_html
 
     png = draw_timeline(tables["sessions"], tables["disagreement"], tables["name_servers"],
                         out / "timeline.png")
@@ -198,7 +182,7 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
 def _run_spark(spark: Any, console: Console, master: str, journals: Sequence[str],
                out_dir: str | None, times: list[int], strict: bool, partition: str,
                to_parquet_dir: str | None, timeline: bool) -> None:
-    from ._spark import analyze, to_parquet
+    from ..pipeline._spark import analyze, to_parquet
 
     started = time.monotonic()
     if to_parquet_dir is not None:

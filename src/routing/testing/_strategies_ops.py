@@ -1,5 +1,5 @@
 """Hypothesis strategies for fleets, registrations and operations on a fleet;
-`routing.strategies` is the public face (see its docstring)."""
+`routing.testing.strategies` is the public face (see its docstring)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,12 @@ from collections.abc import Hashable
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from ._messages import Registration, UnregisterRequest
-from ._strategies_values import (
-    UNKNOWN_GROUP,
-    UNKNOWN_TOPIC,
-    addresses,
-    any_versions,
-    broker_names,
-    cluster_names,
-    data_versions,
-    default_addresses,
-    default_names,
-    need_strategy,
-    queue_datas,
-    topic_configs,
-    topic_tables,
-)
-from ._values import (
+from .._messages import Registration, UnregisterRequest
+from .._values import (
     DataVersion,
     TopicConfig,
 )
-from .testing._ops import (
+from ._ops import (
     AddWritePermOp,
     AdvanceOp,
     BrokerSpec,
@@ -44,6 +29,21 @@ from .testing._ops import (
     ScanOp,
     UnregisterOp,
     WipeWritePermOp,
+)
+from ._strategies_values import (
+    UNKNOWN_GROUP,
+    UNKNOWN_TOPIC,
+    addresses,
+    any_versions,
+    broker_names,
+    cluster_names,
+    data_versions,
+    default_addresses,
+    default_names,
+    need_strategy,
+    queue_datas,
+    topic_configs,
+    topic_tables,
 )
 
 __all__ = [

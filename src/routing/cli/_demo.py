@@ -100,7 +100,7 @@ def demo_command(out_dir: Path, master: str | None, scripted: bool) -> None:
         scripted_scenario(console)
         return
     try:
-        from routing.pipeline._demo import run_demo
+        from ._demo_run import run_demo
     except ImportError as exc:
         raise click.ClickException(
             f"the full demo needs the spark extra ({exc}); try `routing demo --scripted`"

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for names and single values; `routing.strategies` is the public
+"""Hypothesis strategies for names and single values; `routing.testing.strategies` is the public
 face (see its docstring)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from ._messages import RoutingConfig
-from ._validate import MAX_NAME_LENGTH, MAX_TOPIC_LENGTH
-from ._values import (
+from .._messages import RoutingConfig
+from .._validate import MAX_NAME_LENGTH, MAX_TOPIC_LENGTH
+from .._values import (
     BrokerAddr,
     BrokerData,
     BrokerLiveInfo,

@@ -1,0 +1,95 @@
+"""The package as users get it (run by ``make package-check``, part of ``make test``).
+
+Builds the wheel and the sdist from this checkout, installs the wheel (not editable) with its
+``testing`` and ``cli`` extras into a fresh virtual environment outside the checkout, and
+checks there that ``import routing``, ``routing --help``, the pytest plugin's fixtures
+(autoloaded, no conftest) and ``st.from_type(routing.TopicConfig)`` work; and that the wheel
+holds ``py.typed`` and no tests or benchmarks. Exits non-zero with the reason on failure.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PLUGIN_TEST = '''
+def test_fixtures_are_autoloaded(fake_nameserver, routing_clock):
+    broker = fake_nameserver.broker(name="broker-a", topics=["TopicTest"])
+    fake_nameserver.assert_route("TopicTest", brokers=["broker-a"])
+    broker.go_quiet()
+    routing_clock.advance(200_000)
+    fake_nameserver.assert_no_route("TopicTest")
+'''
+
+FROM_TYPE = '''
+from hypothesis import given, settings, strategies as st
+import routing
+
+@settings(max_examples=20)
+@given(st.from_type(routing.TopicConfig))
+def check(value):
+    assert isinstance(value, routing.TopicConfig)
+
+check()
+print("from_type ok")
+'''
+
+
+def run(cmd: list[str], cwd: Path) -> str:
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"package check failed: {' '.join(cmd)}\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def main() -> None:
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="routing-package-") as tmp:
+        work = Path(tmp)
+        dist = work / "dist"
+        run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(dist),
+             str(ROOT)], cwd=work)
+        wheels = sorted(dist.glob("rocketmq_routing-*.whl"))
+        sdists = sorted(dist.glob("rocketmq_routing-*.tar.gz"))
+        if len(wheels) != 1 or len(sdists) != 1:
+            found = sorted(p.name for p in dist.iterdir())
+            sys.exit(f"expected one wheel and one sdist, got {found}")
+        names = zipfile.ZipFile(wheels[0]).namelist()
+        if "routing/py.typed" not in names:
+            sys.exit("routing/py.typed is missing from the wheel")
+        stray = [n for n in names if n.startswith(("tests/", "benchmarks/", "docs/"))]
+        if stray:
+            sys.exit(f"the wheel carries files that are not the package: {stray[:5]}")
+
+        env_dir = work / "venv"
+        venv.EnvBuilder(with_pip=True).create(env_dir)
+        python = env_dir / "bin" / "python"
+        run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             f"{wheels[0]}[testing,cli]"], cwd=work)
+        run([str(python), "-c", "import routing, routing.heartbeat, routing.testing; "
+             "assert 'site-packages' in routing.__file__, routing.__file__"], cwd=work)
+        helped = run([str(env_dir / "bin" / "routing"), "--help"], cwd=work)
+        for command in ("analyze", "demo", "serve", "simulate"):
+            if command not in helped:
+                sys.exit(f"`routing --help` does not list {command}:\n{helped}")
+        project = work / "user-project"
+        project.mkdir()
+        (project / "test_user.py").write_text(PLUGIN_TEST, encoding="utf-8")
+        run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
+            cwd=project)
+        out = run([str(python), "-c", FROM_TYPE], cwd=project)
+        if "from_type ok" not in out:
+            sys.exit("st.from_type(routing.TopicConfig) did not run")
+    print(f"package check: wheel and sdist built, installed outside the checkout, "
+          f"import/CLI/plugin/from_type ok ({time.monotonic() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
