@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .._clock import ManualClock
 
-if TYPE_CHECKING:
-    from ._fake import FakeNameServer
+__all__ = ["FakeClock", "Scheduled"]
 
-__all__ = ["FakeClock"]
+
+class Scheduled(Protocol):
+    """What the clock needs of a fake name server (a `FakeNameServer` is one): when its next
+    scan or registration falls due, and running the work due at an instant."""
+
+    def _next_due_ms(self) -> int | None: ...
+    def _run_registrations_due(self, now_ms: int) -> None: ...
+    def _run_scan_due(self, now_ms: int) -> None: ...
 
 
 class FakeClock(ManualClock):
@@ -27,13 +33,13 @@ class FakeClock(ManualClock):
 
     def __init__(self, start_ms: int = 0) -> None:
         super().__init__(start_ms)
-        self._servers: list[weakref.ref[FakeNameServer]] = []
+        self._servers: list[weakref.ref[Scheduled]] = []
         self._stepping = False
 
-    def _attach(self, server: FakeNameServer) -> None:
+    def _attach(self, server: Scheduled) -> None:
         self._servers.append(weakref.ref(server))
 
-    def _attached(self) -> list[FakeNameServer]:
+    def _attached(self) -> list[Scheduled]:
         alive = [s for ref in self._servers if (s := ref()) is not None]
         if len(alive) != len(self._servers):
             self._servers = [weakref.ref(s) for s in alive]
@@ -67,7 +73,7 @@ class FakeClock(ManualClock):
         return f"FakeClock(now_ms={self.now_ms()})"
 
 
-def _run_until(clock: ManualClock, servers: Sequence[FakeNameServer], target_ms: int) -> None:
+def _run_until(clock: ManualClock, servers: Sequence[Scheduled], target_ms: int) -> None:
     """Step ``clock`` to ``target_ms`` through every due instant of ``servers``."""
     jump = clock._jump if isinstance(clock, FakeClock) else clock.set
     while True:
