@@ -1,18 +1,19 @@
 """The PySpark pipeline against the single-process reference: journal records per second.
 
-Journals come from the simulator (`routing.sim`, default faults, 3 name servers). The full
-run simulates about 1 M records once (cached in ``build/bench-pipeline/``) and makes the
-larger sizes by copying those journals under new name-server names (``r<i>-ns-<j>``: the
-same work per record, more name servers). Each engine runs in a fresh child process so that
-its time includes everything a user waits for (for Spark: JVM and session start, reading,
-the analysis and writing every table as Parquet) and its peak memory is its own (the
-process tree's RSS, sampled every 0.2 s). Spark runs on ``local[2]`` with
-``partition="group"`` (the default) and ``partition="ns"``; at the smallest full size a
-second, warm run in the same JVM is timed too. Both engines' tables are compared by row
-count (the test suite compares them row by row).
+Journals come from the simulator (`routing.sim`, default faults, 3 name servers). The run
+simulates about 1 M records once (cached in ``build/bench-pipeline/``) and makes larger
+sizes by copying those journals under new name-server names (``r<i>-ns-<j>``: the same work
+per record, more name servers). Each engine runs in a fresh child process so that its time
+includes everything a user waits for (for Spark: JVM and session start, reading, the
+analysis and writing every table as Parquet) and its peak memory is its own (the process
+tree's RSS, sampled every 0.2 s; CPU seconds of the whole tree too). Spark runs on
+``local[2]`` with the default options. Both engines' tables are compared row for row (read
+back from their Parquet files): a row with ``equal: false`` means the run is wrong.
 
-``python -m benchmarks.bench_pipeline [--quick] [--sizes 1e6,3e6] [--modes group,ns]``
-prints the rows as JSON lines. Not a timed test: a full run takes about 15-25 minutes on 2 cores.
+``python -m benchmarks.bench_pipeline --records 10M`` (or ``--records 1M,10M``, ``--quick``;
+``--master 'local-cluster[2,1,1024]'``; ``--engines reference,spark``; ``--publish`` merges
+the rows into ``docs/benchmarks.json``) prints the rows as JSON lines. Not a timed test:
+10 M records take several minutes per engine on 2 cores.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ SUITE = "pipeline"
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "build" / "bench-pipeline"
 
-FULL_SIZES = (1_000_000, 3_000_000)
+FULL_SIZES = (1_000_000,)
 QUICK_SIZES = (20_000,)
 
 
@@ -49,7 +50,7 @@ def _base_config(quick: bool) -> Any:
 
 
 def _count(folder: Path) -> int:
-    return sum(sum(1 for _ in open(f, encoding="utf-8")) for f in sorted(folder.iterdir()))
+    return sum(sum(1 for _ in open(f, "rb")) for f in sorted(folder.glob("*.jsonl")))
 
 
 def journals(size: int, quick: bool, log: Any = print) -> tuple[Path, int]:
@@ -72,7 +73,7 @@ def journals(size: int, quick: bool, log: Any = print) -> tuple[Path, int]:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         for i in range(copies):
-            for src in sorted(base.iterdir()):
+            for src in sorted(base.glob("*.jsonl")):
                 text = src.read_text(encoding="utf-8")
                 (tmp / f"r{i}-{src.name}").write_text(text.replace('"ns-', f'"r{i}-ns-'),
                                                       encoding="utf-8")
@@ -125,11 +126,11 @@ class _PeakRss:
         return max(self.peak, self._tree_rss())
 
 
-def _child(engine: str, path: str, mode: str, warm: bool) -> dict[str, Any]:
-    from routing.pipeline import TABLES
+def _child(engine: str, path: str, out_dir: str, master: str) -> dict[str, Any]:
+    import resource
 
     sampler = _PeakRss()
-    out = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    out = Path(out_dir)
     result: dict[str, Any] = {}
     try:
         started = time.perf_counter()
@@ -140,38 +141,52 @@ def _child(engine: str, path: str, mode: str, warm: bool) -> dict[str, Any]:
             tables = analyze_local(path)
             write_local_tables(tables, out)
             result["seconds"] = time.perf_counter() - started
-            result["counts"] = {n: len(rows) for n, rows in tables.items()}
         else:
             from routing.pipeline import analyze, spark_session
 
-            spark = spark_session("local[2]", app_name="bench-pipeline")
+            spark = spark_session(master, app_name="bench-pipeline")
             result["session_s"] = time.perf_counter() - started
-            analysis = analyze(spark, path, partition=mode)
-            analysis.write(str(out / "cold"))
+            analysis = analyze(spark, path)
+            analysis.write(str(out))
             result["seconds"] = time.perf_counter() - started
-            result["counts"] = {n: analysis[n].count() for n in TABLES}
             result["partitions"] = sum(analysis.partitions.values())
+            biggest = max((p for p in Path(path).iterdir() if p.suffix == ".jsonl"),
+                          key=lambda p: p.stat().st_size)
+            result["tasks_per_file"] = spark.read.text(str(biggest)).rdd.getNumPartitions()
+            result["file_mb"] = round(biggest.stat().st_size / 2**20, 1)
             analysis.unpersist()
-            if warm:
-                again = time.perf_counter()
-                analysis = analyze(spark, path, partition=mode)
-                analysis.write(str(out / "warm"))
-                result["warm_s"] = time.perf_counter() - again
-                analysis.unpersist()
             spark.stop()
     finally:
         result["peak_rss_mb"] = sampler.stop() / 2**20
-        shutil.rmtree(out, ignore_errors=True)
+        me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                     resource.RUSAGE_CHILDREN))
+        result["cpu_s"] = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
     return result
 
 
-def _run_child(engine: str, path: Path, mode: str = "", warm: bool = False) -> dict[str, Any]:
+def _tables(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    from routing.pipeline import TABLES
+    from routing.pipeline._schema import sort_rows
+
+    return {name: sort_rows(table, pq.read_table(folder / name).to_pylist())
+            for name, table in TABLES.items()}
+
+
+def _equal(a: Path, b: Path) -> list[str]:
+    """The tables whose rows differ between two output folders."""
+    left, right = _tables(a), _tables(b)
+    return [name for name in left if left[name] != right[name]]
+
+
+def _run_child(engine: str, path: Path, out: Path, master: str = "local[2]") -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.bench_pipeline", "--child", engine,
-           "--path", str(path), "--mode", mode or "group"] + (["--warm"] if warm else [])
+           "--path", str(path), "--child-out", str(out), "--master", master]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
-        raise RuntimeError(f"{engine} {mode} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{engine} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1])
     return result
 
@@ -186,47 +201,73 @@ def _row(operation: str, records: int, seconds: float, **extra: Any) -> dict[str
             "routing_ops_per_s": rate, "seconds": round(seconds, 2), **extra}
 
 
-def run(quick: bool, log: Any = None) -> list[dict[str, Any]]:
-    """Rows: records/s of the reference and of Spark local[2] (group and ns partitioning)
-    for each size; ``ratio`` is Spark's rate over the reference's."""
+def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
+        engines: tuple[str, ...] = ("reference", "spark"),
+        master: str = "local[2]") -> list[dict[str, Any]]:
+    """Rows: records/s, CPU seconds and peak memory of the reference and of Spark (default
+    options) for each size; ``ratio`` is Spark's rate over the reference's and ``equal``
+    says whether every table matched row for row."""
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     rows: list[dict[str, Any]] = []
-    sizes = QUICK_SIZES if quick else tuple(
+    sizes = sizes or (QUICK_SIZES if quick else tuple(
         int(float(s)) for s in os.environ.get("BENCH_PIPELINE_SIZES", "").split(",") if s
-    ) or FULL_SIZES
-    for i, size in enumerate(sizes):
+    ) or FULL_SIZES)
+    load = os.getloadavg()[0]
+    for size in sizes:
         folder, records = journals(size, quick, say)
-        say(f"pipeline: {records:,} records in {folder}")
-        ref = _run_child("reference", folder)
-        say(f"  reference: {ref['seconds']:.1f} s, {ref['peak_rss_mb']:.0f} MB")
-        rows.append(_row("reference (1 process)", records, ref["seconds"],
-                         peak_rss_mb=round(ref["peak_rss_mb"]),
-                         note=f"{ref['seconds']:.1f} s, peak {ref['peak_rss_mb']:.0f} MB"))
-        modes = ("group",) if quick else tuple(
-            os.environ.get("BENCH_PIPELINE_MODES", "group,ns").split(","))
-        for mode in modes:
-            warm = not quick and i == 0 and records <= 2_000_000
-            got = _run_child("spark", folder, mode, warm=warm)
-            if got["counts"] != ref["counts"]:
-                raise AssertionError(f"spark {mode} tables differ in size from the "
-                                     f"reference: {got['counts']} vs {ref['counts']}")
-            say(f"  spark {mode}: {got['seconds']:.1f} s (session {got['session_s']:.1f} s)"
-                + (f", warm {got['warm_s']:.1f} s" if "warm_s" in got else "")
-                + f", {got['peak_rss_mb']:.0f} MB")
-            rate_ref = records / ref["seconds"]
-            rows.append(_row(
-                f"spark local[2] partition={mode}, end to end", records, got["seconds"],
-                ratio=round(records / got["seconds"] / rate_ref, 3),
-                session_s=round(got["session_s"], 1), peak_rss_mb=round(got["peak_rss_mb"]),
-                replay_partitions=got["partitions"],
-                note=f"{got['seconds']:.1f} s incl. {got['session_s']:.1f} s session start, "
-                     f"peak {got['peak_rss_mb']:.0f} MB"))
-            if "warm_s" in got:
-                rows.append(_row(f"spark local[2] partition={mode}, warm JVM", records,
-                                 got["warm_s"],
-                                 ratio=round(records / got["warm_s"] / rate_ref, 3),
-                                 note=f"{got['warm_s']:.1f} s (second run, same session)"))
+        say(f"pipeline: {records:,} records in {folder} (load {load:.1f})")
+        outs = {e: Path(tempfile.mkdtemp(prefix=f"bench-pipeline-{e}-")) for e in engines}
+        got: dict[str, dict[str, Any]] = {}
+        try:
+            for engine in engines:
+                got[engine] = _run_child(engine, folder, outs[engine], master)
+                r = got[engine]
+                say(f"  {engine}: {r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, "
+                    f"{r['peak_rss_mb']:.0f} MB")
+            differ = _equal(outs["reference"], outs["spark"]) if len(engines) == 2 else []
+        finally:
+            for out in outs.values():
+                shutil.rmtree(out, ignore_errors=True)
+        if differ:
+            say(f"  TABLES DIFFER: {differ}")
+        ref = got.get("reference")
+        for engine, r in got.items():
+            extra: dict[str, Any] = {
+                "cpu_s": round(r["cpu_s"], 1), "peak_rss_mb": round(r["peak_rss_mb"]),
+                "loadavg_1m": round(load, 1)}
+            if len(got) == 2:
+                extra["equal"] = not differ
+            if engine == "spark":
+                extra.update(session_s=round(r["session_s"], 1), master=master,
+                             replay_partitions=r["partitions"],
+                             read_tasks_per_file=r["tasks_per_file"], file_mb=r["file_mb"])
+                if ref is not None:
+                    extra["ratio"] = round(ref["seconds"] / r["seconds"], 3)
+            name = ("reference (1 process)" if engine == "reference"
+                    else f"spark {master}, default options, end to end")
+            rows.append(_row(name, records, r["seconds"], **extra,
+                             note=f"{r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, peak "
+                                  f"{r['peak_rss_mb']:.0f} MB"
+                                  + ("" if "equal" not in extra else
+                                     ", tables equal" if extra["equal"] else ", TABLES DIFFER")))
     return rows
+
+
+def _size(text: str) -> int:
+    text = text.strip().upper()
+    scale = {"K": 1_000, "M": 1_000_000}.get(text[-1:], 1)
+    return int(float(text.rstrip("KM")) * scale)
+
+
+def publish(rows: list[dict[str, Any]]) -> None:
+    """Replace the rows of the same operation and size in ``docs/benchmarks.json``."""
+    path = ROOT / "docs" / "benchmarks.json"
+    document = json.loads(path.read_text())
+    keys = {(r["operation"], r["size"]) for r in rows}
+    kept = [r for r in document["rows"]
+            if r.get("suite") != SUITE or (r["operation"], r["size"]) not in keys]
+    document["rows"] = kept + rows
+    path.write_text(json.dumps(document, indent=1) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,23 +275,27 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--sizes", default=None, help="comma-separated record counts")
-    parser.add_argument("--modes", default=None, help="Spark partitionings: group,ns")
+    parser.add_argument("--records", default=None, help="sizes, e.g. 1M,10M")
+    parser.add_argument("--engines", default="reference,spark")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--publish", action="store_true",
+                        help="merge the rows into docs/benchmarks.json")
     parser.add_argument("--child", choices=("reference", "spark"), help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", default="group", help=argparse.SUPPRESS)
-    parser.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, args.path, args.mode, args.warm)), flush=True)
+        print(json.dumps(_child(args.child, args.path, args.child_out, args.master)),
+              flush=True)
         return 0
-    if args.sizes:
-        os.environ["BENCH_PIPELINE_SIZES"] = args.sizes
-    if args.modes:
-        os.environ["BENCH_PIPELINE_MODES"] = args.modes
-    for row in run(args.quick):
+    sizes = tuple(_size(s) for s in args.records.split(",")) if args.records else None
+    rows = run(args.quick, sizes=sizes, engines=tuple(args.engines.split(",")),
+               master=args.master)
+    for row in rows:
         print(json.dumps(row), flush=True)
-    return 0
+    if args.publish:
+        publish(rows)
+    return 0 if all(r.get("equal", True) for r in rows) else 1
 
 
 if __name__ == "__main__":

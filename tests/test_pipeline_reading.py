@@ -5,13 +5,17 @@ not UTF-8, truncated gzip, empty journals, sequence gaps, far-future times)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routing.journal import JournalReader, RejectedLine
-from routing.pipeline._scenarios import damage, operations, play
+from routing.journal._reader import MAX_TS_JUMP_MS
+from routing.pipeline import RejectedRecords, analyze_local
+from routing.pipeline._scenarios import bad_folder, damage, operations, play
 
 
 def _read(lines: list[str], *, remember: bool) -> tuple[list[Any], list[Any]]:
@@ -72,3 +76,77 @@ def test_a_remembered_rest_still_checks_order_and_name_server() -> None:
     assert reasons[5:] == [1, 4]
     assert [(g.after_seq, g.next_seq) for g in gaps] == [(2, 4)]
     assert (fast, gaps) == _read(lines, remember=False)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _journal_lines(seed: int = 1) -> dict[str, list[str]]:
+    return play([("register", 3, 0, 0, 0, 0, [0, 1], 0, 0, None, False, 4, True),
+                 ("advance", 40_000), ("heartbeat", 3, 0, 0), ("advance", 200_000)],
+                nameservers=2, prefix=f"s{seed}")
+
+
+def test_a_folder_skips_other_files_and_reports_bad_ones(tmp_path: Path) -> None:
+    folder = bad_folder(tmp_path)
+    tables = analyze_local(folder)
+    rejected = {(Path(r["source"]).name, r["stage"]): r for r in tables["rejected"]}
+    for name in ("summary.json", "timeline.png", "NOTES.txt"):
+        assert rejected[(name, "skipped")]["line"] == 0
+        assert "not a journal file name" in rejected[(name, "skipped")]["reason"]
+    assert rejected[("empty.jsonl", "read")]["reason"] == "empty journal file: no lines"
+    utf8 = rejected[("utf8.jsonl", "read")]
+    assert (utf8["line"], utf8["reason"]) == (2, "not valid UTF-8")
+    assert "broker\ufffd-a" in utf8["text"]
+    cut = rejected[("cut.jsonl.gz", "read")]
+    assert "gzip file cut short" in cut["reason"] and cut["line"] > 1
+    # the readable lines of the cut file were analyzed
+    assert any(s["ns"] == "z-0" for s in tables["sessions"])
+    assert {r["ns"] for r in tables["name_servers"]} == {
+        "s1-0", "s1-1", "u-0", "z-0"}
+    # skipped files do not fail --strict; the other bad files do
+    with pytest.raises(RejectedRecords) as caught:
+        analyze_local(folder, strict=True)
+    assert all(r["stage"] != "skipped" for r in caught.value.rows)
+    good = tmp_path / "good"
+    good.mkdir()
+    for name in ("s1-0.jsonl", "s1-1.jsonl", "summary.json", "NOTES.txt"):
+        (good / name).write_bytes((folder / name).read_bytes())
+    assert [r["stage"] for r in analyze_local(good, strict=True)["rejected"]] == [
+        "skipped", "skipped"]
+
+
+def test_strict_fails_on_a_sequence_gap_naming_server_and_range() -> None:
+    journals = _journal_lines()
+    lines = journals["s1-0.jsonl"]
+    del lines[2]  # a lost line: no rejection, but a gap
+    plain = analyze_local(journals)
+    assert not plain["rejected"]
+    assert [r["gaps"] for r in plain["name_servers"]] == [1, 0]
+    with pytest.raises(RejectedRecords, match=r"s1-0: 1 gap\(s\), the first after seq 1 "
+                                              r"\(next 3: seq 2\.\.2 missing\)") as caught:
+        analyze_local(journals, strict=True)
+    assert caught.value.total == 0 and len(caught.value.gaps) == 1
+
+
+def test_a_far_future_record_is_blamed_not_the_good_lines_after_it() -> None:
+    journals = _journal_lines()
+    lines = journals["s1-0.jsonl"]
+    doc = json.loads(lines[2])
+    far = dict(doc, seq=doc["seq"], ts=doc["ts"] + 400 * 24 * 3_600_000)
+    lines[2] = json.dumps(far, separators=(",", ":"))
+    tables = analyze_local(journals)
+    (bad,) = tables["rejected"]
+    assert bad["line"] == 3 and "clock jump" in bad["reason"]
+    assert [r["last_ms"] for r in tables["name_servers"]] == [
+        json.loads(lines[-1])["ts"], json.loads(journals["s1-1.jsonl"][-1])["ts"]]
+
+
+def test_a_real_silence_longer_than_the_jump_limit_costs_one_record() -> None:
+    reader = JournalReader()
+    day = MAX_TS_JUMP_MS
+    lines = [_header(), _scan(1, 5), _scan(2, 5 + day + 1), _scan(3, 5 + day + 2),
+             _scan(4, 5 + day + 3)]
+    got = [reader.feed(x, source="x", line_number=i) for i, x in enumerate(lines, 1)]
+    assert isinstance(got[2], RejectedLine) and "clock jump" in got[2].reason
+    assert [type(g).__name__ for g in got[3:]] == ["JournalRecord", "JournalRecord"]

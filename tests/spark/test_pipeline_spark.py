@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from routing.cli._analyze import analyze_command
 from routing.pipeline import RejectedRecords, analyze, analyze_local, to_parquet
-from routing.pipeline._scenarios import damage, operations, play
+from routing.pipeline._scenarios import bad_folder, damage, operations, play
 from routing.pipeline._schema import TABLES, sort_rows
 from routing.pipeline._spark import read_lines, rows_equal
 from routing.sim import SimConfig, simulate
@@ -135,7 +135,7 @@ def test_line_numbers_survive_files_split_into_many_partitions(
         spark: Any, tmp_path: Path) -> None:
     text = [json.dumps({"n": i, "pad": "x" * (i % 97)}) for i in range(3_000)]
     text[1234] = "\r"  # a lone carriage return is not a line break (only \n is)
-    text[2000] = b"\xff\xfe{\xc3".decode("utf-8", errors="replace")  # not UTF-8: replaced
+    text[2000] = b"\xff\xfe{\xc3".decode("utf-8", errors="replace")  # not UTF-8
     plain = tmp_path / "a.jsonl"
     plain.write_bytes(("\n".join(text) + "\n").encode("utf-8").replace(
         text[2000].encode("utf-8"), b"\xff\xfe{\xc3"))
@@ -146,9 +146,14 @@ def test_line_numbers_survive_files_split_into_many_partitions(
     try:
         df = read_lines(spark, [str(plain), str(tmp_path / "b.jsonl.gz")])
         assert df.rdd.getNumPartitions() > 5
-        rows = sorted((r["source"], r["line"], r["text"]) for r in df.collect())
+        got = df.collect()
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+    # a line that is not UTF-8 travels as bytes (its text null): Python decodes it
+    assert [(r["line"], bytes(r["raw"])) for r in got if r["raw"] is not None] == [
+        (2001, b"\xff\xfe{\xc3")]
+    rows = sorted((r["source"], r["line"], r["text"] if r["raw"] is None else
+                   bytes(r["raw"]).decode("utf-8", "replace")) for r in got)
     expected = sorted([(str(plain), i + 1, t) for i, t in enumerate(text)]
                       + [(str(tmp_path / "b.jsonl.gz"), i + 1, t)
                          for i, t in enumerate(text[:500])])
@@ -159,11 +164,11 @@ def test_lines_whose_name_server_spark_misreads_are_re_read_with_python_keys(
         spark: Any) -> None:
     journals = play([("register", 3, 0, 0, 0, 0, [0, 1], 0, 0, None, False, 4, True),
                      ("advance", 130_000), ("heartbeat", 1, 0, 0)], nameservers=2)
-    # duplicate keys: Spark's JSON path takes the first "ns", Python's json the last
+    # "journal": null makes Python's reader look for "nameserver" (the key is present), while
+    # the JVM's parse sees a null journal and takes "ns"
     forged = json.loads(journals["ns-0.jsonl"][-1])
-    forged["seq"] += 10
-    text = json.dumps(forged).replace('{"ns": "ns-0"', '{"ns": "ns-1", "ns": "ns-0"', 1)
-    journals["ns-0.jsonl"].append(text)
+    forged.update(seq=forged["seq"] + 10, journal=None, nameserver="ns-1")
+    journals["ns-0.jsonl"].append(json.dumps(forged))
     steps: list[str] = []
     analysis = analyze(spark, journals, progress=steps.append)
     got = analysis.collect()
@@ -239,3 +244,30 @@ def test_the_session_is_set_up_as_the_notes_require(spark: Any) -> None:
     assert "TieredStopAtLevel=1" in conf.get("spark.driver.extraJavaOptions")
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
     assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
+
+
+def test_bad_inputs_are_reported_alike_on_both_engines(spark: Any, tmp_path: Path) -> None:
+    """Issue 12's bad inputs in one folder: files that are not journals (skipped), an empty
+    journal, a byte that is not UTF-8, a gzip file cut short; then a sequence gap and a
+    far-future record under --strict."""
+    folder = bad_folder(tmp_path)
+    expected = analyze_local(folder)
+    analysis = analyze(spark, str(folder))
+    got = analysis.collect()
+    analysis.unpersist()
+    assert not rows_equal(expected, got), _diff(expected, got)
+    assert {r["stage"] for r in got["rejected"]} == {"skipped", "read"}
+    journals = play([("register", 3, 0, 0, 0, 0, [0, 1], 0, 0, None, False, 4, True),
+                     ("advance", 40_000), ("heartbeat", 3, 0, 0)], nameservers=2)
+    del journals["ns-0.jsonl"][2]
+    far = json.loads(journals["ns-1.jsonl"][2])
+    journals["ns-1.jsonl"][2] = json.dumps(dict(far, ts=far["ts"] + 10**11))
+    expected = analyze_local(journals)
+    analysis = analyze(spark, journals)
+    got = analysis.collect()
+    analysis.unpersist()
+    assert not rows_equal(expected, got), _diff(expected, got)
+    with pytest.raises(RejectedRecords) as caught:
+        analyze(spark, journals, strict=True)
+    assert caught.value.total == 1 and "clock jump" in caught.value.rows[0]["reason"]
+    assert caught.value.gaps and caught.value.gaps[0].startswith("ns-0: 1 gap(s)")

@@ -120,9 +120,9 @@ def _timeline(out: Path, summary: Summary, tables: dict[str, list[dict[str, Any]
               help="Also report every route at this time (ms, T+H:MM:SS or ISO date-time); "
                    "repeatable.")
 @click.option("--strict", is_flag=True, help="Fail if any journal line is rejected.")
-@click.option("--partition", type=click.Choice(["group", "ns"]), default="group",
+@click.option("--partition", type=click.Choice(["ns", "group"]), default="ns",
               show_default=True,
-              help="Replay per broker-group set of each name server, or per name server.")
+              help="Read and replay per name server, or replay per broker-group set.")
 @click.option("--local", "local_engine", is_flag=True,
               help="Run the pure-Python reference in this process instead of Spark.")
 @click.option("--to-parquet", "to_parquet_dir", default=None,

@@ -42,6 +42,7 @@ from ._format import (
 )
 
 __all__ = [
+    "MAX_TS_JUMP_MS",
     "JournalReadResult",
     "JournalReader",
     "RejectedLine",
@@ -105,6 +106,11 @@ class _Bad(Exception):
 #: ``rest`` equals the rest of an accepted record of the same name server decodes to the
 #: same call (see `JournalReader._known`); only the order checks are left to make.
 _PREFIX = re.compile(r'\{"ns":"([^"\\]*)","seq":([1-9][0-9]{0,17}),"ts":(0|[1-9][0-9]{0,17}),')
+#: The longest time (ms) between two accepted records of a name server without a header
+#: in between. A record further ahead is set aside as a clock jump, so that one record with
+#: a far-future time does not make every later good line "go backwards"; a second record
+#: at or after the first one's time confirms the jump (a real silence costs one record).
+MAX_TS_JUMP_MS = 24 * 3_600_000
 #: Cached rests per name server at most (a journal of all-different lines gains nothing).
 _KNOWN_MAX = 65_536
 _CACHED_OPS = frozenset({"register", "heartbeat", "query_data_version", "scan"})
@@ -135,6 +141,8 @@ class _NsState:
     built: dict[int, tuple[Hashable | None, Register]] = attrs.field(factory=dict)
     #: record text after the ``ns``/``seq``/``ts`` prefix → its decoding (`_PREFIX`).
     known: dict[str, _Known] = attrs.field(factory=dict)
+    #: the time of the last record set aside as a clock jump, until a record is accepted.
+    jump: int | None = None
 
 
 class JournalReader:
@@ -195,6 +203,21 @@ class JournalReader:
                                 reason=f"invalid: {exc}", text=line)
 
     # ------------------------------------------------------------------ known rests
+
+    def remembered_name(self, text: str) -> str | None:
+        """The name server of a line whose text after the ``ns``/``seq``/``ts`` prefix is a
+        remembered rest of that name server (its key is then known without a parse), else
+        None. O(1)."""
+        if not self._remember_rests:
+            return None
+        line = text.rstrip("\r\n")
+        prefix = _PREFIX.match(line)
+        if prefix is None:
+            return None
+        state = self._ns.get(prefix.group(1))
+        if state is None or line[prefix.end():] not in state.known:
+            return None
+        return prefix.group(1)
 
     def _fast(self, prefix: re.Match[str], state: _NsState, known: _Known, source: str,
               line_number: int) -> JournalRecord:
@@ -263,7 +286,7 @@ class JournalReader:
         state = self._ns.get(ns)
         seq = check_int("seq", doc.get("seq", 0 if state is None else state.last_seq + 1), low=0)
         if state is not None:
-            self._check_order(ns, state, seq, start)
+            self._check_order(ns, state, seq, start, record=False)
             self._accept(ns, state, seq, start, source, line_number)
         else:
             self._ns[ns] = _NsState(last_seq=seq, last_ts=start)
@@ -271,20 +294,28 @@ class JournalReader:
                              version=version)
 
     @staticmethod
-    def _check_order(ns: str, state: _NsState, seq: int, ts: int) -> None:
+    def _check_order(ns: str, state: _NsState, seq: int, ts: int, *,
+                     record: bool = True) -> None:
         if seq <= state.last_seq:
             raise _Bad(f"seq {seq} of {ns!r} is not after the last accepted seq "
                        f"{state.last_seq} (duplicate or out of order)")
         if ts < state.last_ts:
             raise _Bad(f"ts {ts} of {ns!r} is before the last accepted ts {state.last_ts} "
                        f"(time must not go backwards)")
+        if record and ts - state.last_ts > MAX_TS_JUMP_MS and (
+                state.jump is None or ts < state.jump):
+            state.jump = ts
+            raise _Bad(f"ts {ts} of {ns!r} is {(ts - state.last_ts) / 3_600_000:.1f} h after "
+                       f"the last accepted ts {state.last_ts}: a clock jump (more than "
+                       f"{MAX_TS_JUMP_MS // 3_600_000} h between two records without a "
+                       f"header; a later record at or after it confirms the jump)")
 
     def _accept(self, ns: str, state: _NsState, seq: int, ts: int, source: str,
                 line_number: int) -> None:
         if seq != state.last_seq + 1:
             self.gaps.append(SeqGap(nameserver_id=ns, after_seq=state.last_seq, next_seq=seq,
                                     source=source, line_number=line_number))
-        state.last_seq, state.last_ts = seq, ts
+        state.last_seq, state.last_ts, state.jump = seq, ts, None
 
     # ------------------------------------------------------------------ records
 

@@ -26,8 +26,10 @@ from ..journal import JournalEntry, JournalHeader, JournalReader, RejectedLine
 from ._outputs import Row
 
 __all__ = [
+    "JOURNAL_SUFFIXES",
     "LINES_SCHEMA_DDL",
     "InputFile",
+    "file_row",
     "NsStats",
     "expand_local",
     "is_parquet_path",
@@ -40,15 +42,39 @@ __all__ = [
 #: The columns of a Parquet copy of journals.
 LINES_SCHEMA_DDL = "source string, source_index long, line long, text string"
 
+#: Inside a folder, only files whose names end in one of these are read as journals (plus
+#: Parquet copies); every other file (``summary.json``, ``timeline.png``, ``NOTES.txt``) is
+#: skipped and listed in ``rejected`` with stage ``skipped``. A file named explicitly is
+#: always read.
+JOURNAL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+
 
 @attrs.frozen(kw_only=True)
 class InputFile:
-    """One input: a JSON Lines file (``text``, gzip recognised) or a Parquet copy
-    (``parquet``, a file or a folder). ``path`` is what was given (or found inside a
-    given folder); it is also the ``source`` of its lines."""
+    """One input: a JSON Lines file (``text``, gzip recognised), a Parquet copy
+    (``parquet``, a file or a folder), or a file of a folder that is not a journal
+    (``skipped``). ``path`` is what was given (or found inside a given folder); it is also
+    the ``source`` of its lines."""
 
     kind: str
     path: str
+
+
+def file_row(source: str, line: int, stage: str, reason: str) -> Row:
+    """A ``rejected`` row about a whole file (skipped, empty, or cut short)."""
+    return {"source": source, "line": line, "stage": stage, "reason": reason, "ns": None,
+            "seq": None, "text": None}
+
+
+SKIPPED_REASON = ("not a journal file name (" + ", ".join(f"*{x}" for x in JOURNAL_SUFFIXES)
+                  + ", *.parquet): skipped")
+EMPTY_REASON = "empty journal file: no lines"
+
+
+def kind_in_folder(name: str) -> str:
+    if is_parquet_path(name):
+        return "parquet"
+    return "text" if name.endswith(JOURNAL_SUFFIXES) else "skipped"
 
 
 def is_parquet_path(path: str) -> bool:
@@ -61,8 +87,9 @@ def _hidden(name: str) -> bool:
 
 def expand_local(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
     """Local paths to inputs, in the order given; a folder's files are sorted by name,
-    hidden and ``_``-prefixed names skipped. A folder holding ``*.parquet`` files is one
-    Parquet input. Raises FileNotFoundError for a missing path."""
+    hidden and ``_``-prefixed names ignored, other names than `JOURNAL_SUFFIXES` skipped
+    (kind ``skipped``). A folder holding ``*.parquet`` files is one Parquet input. Raises
+    FileNotFoundError for a missing path."""
     found: list[InputFile] = []
     for given in paths:
         path = os.fspath(given)
@@ -81,9 +108,8 @@ def expand_local(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
             dirs[:] = sorted(d for d in dirs if not _hidden(d))
             for name in sorted(files):
                 if not _hidden(name):
-                    full = os.path.join(root, name)
-                    found.append(InputFile(kind="parquet" if is_parquet_path(name) else "text",
-                                           path=full))
+                    found.append(InputFile(kind=kind_in_folder(name),
+                                           path=os.path.join(root, name)))
     return found
 
 
@@ -102,12 +128,17 @@ def line_key(text: str) -> tuple[str | None, int | None]:
             seq if isinstance(seq, int) and not isinstance(seq, bool) else None)
 
 
-def iter_lines(inputs: Sequence[InputFile]) -> Iterator[tuple[str, int, str]]:
+def iter_lines(inputs: Sequence[InputFile], notes: list[Row] | None = None
+               ) -> Iterator[tuple[str, int, str]]:
     """(source, line number, text) of every line, in reading order. Parquet copies are
-    read with pyarrow, ordered by (source index, line)."""
+    read with pyarrow, ordered by (source index, line). Rows about whole files (skipped,
+    empty, a gzip file cut short) are appended to ``notes``."""
+    notes = notes if notes is not None else []
     for item in inputs:
-        if item.kind == "text":
-            yield from _text_lines(item.path)
+        if item.kind == "skipped":
+            notes.append(file_row(item.path, 0, "skipped", SKIPPED_REASON))
+        elif item.kind == "text":
+            yield from _text_lines(item.path, notes)
         else:
             import pyarrow.parquet as pq
 
@@ -120,17 +151,45 @@ def iter_lines(inputs: Sequence[InputFile]) -> Iterator[tuple[str, int, str]]:
                 yield source, number, text
 
 
-def _text_lines(path: str) -> Iterator[tuple[str, int, str]]:
-    """Lines split on ``\\n`` only (as Spark does), gzip recognised by its magic bytes, and
-    bytes that are not UTF-8 replaced by U+FFFD instead of failing the whole file (the line
-    is then judged by the reader like any other)."""
+def decode_line(raw: bytes) -> str:
+    """A line's text; bytes that are not UTF-8 become lone surrogates (``surrogateescape``)
+    so that the reader rejects the line as "not valid UTF-8" (its ``text`` then shows
+    U+FFFD), on both engines."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="surrogateescape")
+
+
+def _text_lines(path: str, notes: list[Row]) -> Iterator[tuple[str, int, str]]:
+    """Lines split on ``\\n`` only (as Spark does), gzip recognised by its magic bytes.
+    A file without lines, and a gzip file that ends early (the lines read so far are
+    kept), add a row to ``notes``."""
     import gzip
+    import zlib
 
     with open(path, "rb") as probe:
         zipped = probe.read(2) == b"\x1f\x8b"
+    number = 0
     with (gzip.open(path, "rb") if zipped else open(path, "rb")) as handle:
-        for number, raw in enumerate(handle, start=1):
-            yield path, number, raw.rstrip(b"\n").decode("utf-8", errors="replace")
+        try:
+            for number, raw in enumerate(handle, start=1):
+                yield path, number, decode_line(raw.rstrip(b"\n"))
+        except (EOFError, OSError, zlib.error) as exc:
+            notes.append(file_row(path, number + 1, "read", truncated_reason(exc)))
+            return
+    if number == 0:
+        notes.append(file_row(path, 0, "read", EMPTY_REASON))
+
+
+def truncated_reason(exc: BaseException) -> str:
+    """The ``rejected`` reason for a compressed file that cannot be read to its end."""
+    return (f"gzip file cut short or damaged ({type(exc).__name__}: {exc}): the lines "
+            f"from here to the end of the file are lost")
+
+
+def _pair(value: Sequence[int] | None) -> tuple[int, int] | None:
+    return None if value is None else (int(value[0]), int(value[1]))
 
 
 @attrs.define(kw_only=True)
@@ -143,6 +202,8 @@ class NsStats:
     records: int = 0
     headers: int = 0
     gaps: int = 0
+    #: (last accepted seq, next accepted seq) of the first gap.
+    first_gap: tuple[int, int] | None = attrs.field(default=None, converter=_pair)
 
     def see(self, entry: JournalEntry) -> None:
         if isinstance(entry, JournalHeader):
@@ -200,7 +261,10 @@ class NsReading:
         while self._gaps_seen < len(gaps):
             gap = gaps[self._gaps_seen]
             self._gaps_seen += 1
-            self.stats[gap.nameserver_id].gaps += 1
+            seen = self.stats[gap.nameserver_id]
+            seen.gaps += 1
+            if seen.first_gap is None:
+                seen.first_gap = (gap.after_seq, gap.next_seq)
         return item
 
 

@@ -11,10 +11,12 @@ have. Times are ms.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .._clock import ManualClock
@@ -209,3 +211,34 @@ def damage(journals: dict[str, list[str]], seed: int) -> dict[str, list[str]]:
                 "topicSysFlag": 0}]}}))
         out[name] = damaged
     return out
+
+
+def bad_folder(root: Path) -> Path:
+    """A folder ``root/journals`` with every kind of bad input of issue 12 beside two good
+    journals (``s1-0.jsonl``, ``s1-1.jsonl``): ``summary.json``, ``timeline.png`` and
+    ``NOTES.txt`` (not journals), ``empty.jsonl``, ``utf8.jsonl`` (name server ``u-0``, a
+    byte that is not UTF-8 on line 2) and ``cut.jsonl.gz`` (``z-0``, cut short)."""
+    folder = root / "journals"
+    folder.mkdir()
+    journals = play([("register", 3, 0, 0, 0, 0, [0, 1], 0, 0, None, False, 4, True),
+                     ("advance", 40_000), ("heartbeat", 3, 0, 0), ("advance", 200_000)],
+                    nameservers=2, prefix="s1")
+    for name, lines in journals.items():
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "summary.json").write_text('{"not": "a journal"}\n')
+    (folder / "timeline.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    (folder / "NOTES.txt").write_text("hello\n")
+    (folder / "empty.jsonl").write_bytes(b"")
+    # a journal with a byte that is not UTF-8 inside a string value (it would parse)
+    one = journals["s1-0.jsonl"]
+    bad = [line.replace('"s1-0"', '"u-0"') for line in one]
+    raw = [b.encode() for b in bad]
+    raw[1] = raw[1].replace(b"broker-a", b"broker\xff-a", 1)
+    (folder / "utf8.jsonl").write_bytes(b"\n".join(raw) + b"\n")
+    # a gzip journal cut short: the readable lines stay
+    long = play([("register", 1, 0, 0, 0, 0, [0, 1], 0, 0, None, False, 4, True)]
+                + [("heartbeat", 1, 0, 0), ("advance", 1_000)] * 300, nameservers=1,
+                prefix="z")["z-0.jsonl"]
+    zipped = gzip.compress(("\n".join(long) + "\n").encode())
+    (folder / "cut.jsonl.gz").write_bytes(zipped[:len(zipped) * 2 // 3])
+    return folder

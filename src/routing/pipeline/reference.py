@@ -46,7 +46,7 @@ from ._topics import Contribution, sweep_topic
 
 __all__ = [
     "RejectedRecords", "Sources", "analyze_local", "analyze_partitioned", "check_strict",
-    "lines_of",
+    "gap_messages", "lines_of", "strict_rows",
 ]
 
 #: Journal paths (files or folders; JSON Lines, gzip or Parquet copies), in-memory journals
@@ -58,28 +58,54 @@ Sources: TypeAlias = (
 
 
 class RejectedRecords(ValueError):
-    """``strict`` was asked and some lines were set aside: ``total`` of them; ``rows`` are
-    the first ones (all of them from the reference)."""
+    """``strict`` was asked and some lines were set aside (``total`` of them; ``rows`` are
+    the first ones, all of them from the reference) or some name server's accepted
+    sequence numbers have gaps (``gaps``: one sentence per name server)."""
 
-    def __init__(self, rows: Sequence[Row], *, total: int | None = None) -> None:
+    def __init__(self, rows: Sequence[Row], *, total: int | None = None,
+                 gaps: Sequence[str] = ()) -> None:
         total = len(rows) if total is None else total
-        shown = "; ".join(f"{r['source']}:{r['line']}: {r['reason']}" for r in rows[:5])
-        more = f" (and {total - 5} more)" if total > 5 else ""
-        super().__init__(f"{total} journal line(s) rejected (--strict): {shown}{more}")
+        parts = []
+        if total:
+            shown = "; ".join(f"{r['source']}:{r['line']}: {r['reason']}" for r in rows[:5])
+            more = f" (and {total - 5} more)" if total > 5 else ""
+            parts.append(f"{total} journal line(s) rejected: {shown}{more}")
+        if gaps:
+            parts.append("sequence gaps (lines lost): " + "; ".join(gaps))
+        super().__init__(" and ".join(parts) + " (--strict)")
         self.rows = tuple(rows)
         self.total = total
+        self.gaps = tuple(gaps)
 
 
-def check_strict(rejected: Sequence[Row]) -> None:
-    """Raise `RejectedRecords` if anything was rejected (the ``--strict`` rule)."""
-    if rejected:
-        raise RejectedRecords(sort_rows(TABLES["rejected"], rejected))
+def strict_rows(rejected: Iterable[Row]) -> list[Row]:
+    """The rows that fail ``--strict``: every rejection except files skipped by name."""
+    return [r for r in rejected if r["stage"] != "skipped"]
 
 
-def lines_of(sources: Sources) -> Iterator[tuple[str, int, str]] | list[JournalEntry]:
-    """(source, line, text) in reading order, or the entries themselves when given entries."""
+def gap_messages(stats: Iterable[NsStats]) -> list[str]:
+    """One sentence per name server with gaps in its accepted sequence numbers."""
+    return [f"{s.ns}: {s.gaps} gap(s), the first after seq {s.first_gap[0]} (next "
+            f"{s.first_gap[1]}: seq {s.first_gap[0] + 1}..{s.first_gap[1] - 1} missing)"
+            for s in sorted(stats, key=lambda s: s.ns) if s.gaps and s.first_gap]
+
+
+def check_strict(rejected: Sequence[Row], stats: Iterable[NsStats] = ()) -> None:
+    """Raise `RejectedRecords` if anything was rejected or a sequence number is missing
+    (the ``--strict`` rule: "no rejection and no gap")."""
+    failing = strict_rows(rejected)
+    gaps = gap_messages(stats)
+    if failing or gaps:
+        raise RejectedRecords(sort_rows(TABLES["rejected"], failing), gaps=gaps)
+
+
+def lines_of(sources: Sources, notes: list[Row] | None = None
+             ) -> Iterator[tuple[str, int, str]] | list[JournalEntry]:
+    """(source, line, text) in reading order, or the entries themselves when given entries.
+    Rows about whole files (skipped, empty, cut short) go to ``notes``."""
+    notes = notes if notes is not None else []
     if isinstance(sources, str | os.PathLike):
-        return iter_lines(expand_local([sources]))
+        return iter_lines(expand_local([sources]), notes)
     if isinstance(sources, Mapping):
         return ((name, number, text) for name, lines in sources.items()
                 for number, text in enumerate(lines, start=1))
@@ -92,7 +118,7 @@ def lines_of(sources: Sources) -> Iterator[tuple[str, int, str]] | list[JournalE
             raise TypeError(f"expected journal paths, {{name: lines}} or journal entries, "
                             f"got {i!r:.80}")
         paths.append(i)
-    return iter_lines(expand_local(paths))
+    return iter_lines(expand_local(paths), notes)
 
 
 def analyze_local(sources: Sources, *, at: Sequence[int] = (),
@@ -114,7 +140,8 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
             else:
                 out[table].append(row)
 
-    source = lines_of(sources)
+    notes: list[Row] = []
+    source = lines_of(sources, notes)
     for item in source:
         if isinstance(item, JournalHeader | JournalRecord):
             entry: JournalEntry | None = item
@@ -141,6 +168,7 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
         deriver.end_ms = stats.last_ms if stats is not None else 0
         take(deriver.finish())
     out["rejected"].extend(reading.rejected)
+    out["rejected"].extend(notes)
     spans = {ns: (s.first_ms, s.last_ms) for ns, s in reading.stats.items()}
     for topic in sorted(contribs):
         items = sorted(contribs[topic], key=lambda c: (c.at_ms, c.ns, c.seq, c.part))
@@ -148,7 +176,7 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
     out["name_servers"] = name_server_rows(reading.stats.values(),
                                            rejected_counts(out["rejected"]))
     if strict:
-        check_strict(out["rejected"])
+        check_strict(out["rejected"], reading.stats.values())
     return {name: sort_rows(TABLES[name], rows) for name, rows in out.items()}
 
 
@@ -163,8 +191,9 @@ def analyze_partitioned(sources: Mapping[str, Iterable[str]] | Sequence[str | os
     from ._plan import component_count, components, nodes_of, replay_entry
 
     reading = NsReading()
+    notes: list[Row] = []
     accepted: list[tuple[JournalEntry, tuple[str, int, str], tuple[str, ...]]] = []
-    for name, number, text in lines_of(sources):  # type: ignore[misc]
+    for name, number, text in lines_of(sources, notes):  # type: ignore[misc]
         entry = reading.feed(text, name, number)
         if entry is not None:
             accepted.append((entry, (name, number, text), nodes_of(entry)))
@@ -193,6 +222,7 @@ def analyze_partitioned(sources: Mapping[str, Iterable[str]] | Sequence[str | os
                 else:
                     out[table].append(row)
     out["rejected"].extend(reading.rejected)
+    out["rejected"].extend(notes)
     for topic in sorted(contribs):
         items = sorted(contribs[topic], key=lambda c: (c.at_ms, c.ns, c.seq, c.part))
         out_rows = sweep_topic(topic, items, spans, at)
