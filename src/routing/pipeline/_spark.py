@@ -2,38 +2,36 @@
 
 Stages (every Python step calls the same code as `routing.pipeline.reference`):
 
-1. **Lines.** JSON Lines files are read by Spark's text source (split where Hadoop can);
-   line numbers come from each split's first row id and the line counts of the earlier
-   splits of the same file (all on the JVM). Parquet copies carry their numbers.
-2. **Read, per name server.** A Python UDF names each line's name server (`line_key`);
-   lines are hash-partitioned on it (with a salt chosen so that name servers land in
-   different partitions) and sorted into reading order, and one `JournalReader` per task
-   validates them: the reader's state is per name server, so this equals reading
-   everything in one process.
-3. **Replay, per name server and broker-group component** (``partition="group"``). The
-   accepted lines are routed to the components of ``_plan.py`` (entries touching the whole
-   name server are copied to every component), sorted by sequence number, re-read and
-   replayed by `ReplayDeriver`. With ``partition="ns"`` stage 2 replays whole name servers
-   directly.
-4. **Per topic.** Each partition's route contributions are partitioned by topic, sorted by
-   time, and swept by `TopicSweep` into route changes, routes at ``--at`` times,
-   disagreement and availability.
+1. **Lines** (`_spark_read`): Spark's text source, files cut into byte ranges, line
+   numbers computed on the JVM; one ``from_json`` per line with an explicit schema names
+   the line's name server (the partition key).
+2. **Read and replay, one task per name server** (``partition="ns"``, the default). Lines
+   are hash-partitioned by name server (a salt spreads the name servers over tasks) and
+   sorted into reading order; one `JournalReader` and one `ReplayDeriver` per name server
+   stream them (the reader's state is per name server, so this equals reading everything
+   in one process). Each task checks the JVM's key against Python's own (O(1) for a
+   remembered periodic record, else a parse); if they ever disagree the stage is redone
+   with Python's keys.
+3. With ``partition="group"``, stage 2 only reads, and the accepted lines are replayed per
+   (name server, broker-group component) of ``_plan.py`` (entries touching the whole name
+   server are copied to every component), sorted by sequence number.
+4. **Per topic.** Route contributions are partitioned by topic, sorted by time, and swept
+   by `TopicSweep` into route changes, routes at ``--at`` times, disagreement and
+   availability.
 
-Rows travel between stages as JSON payloads and become typed DataFrames through
-``from_json`` with the explicit schemas of ``_schema.py``. Intermediate results are
-persisted (memory, spilling to disk) so every table is computed once. Each Python task
-streams its sorted partition: it holds one reader and one manager per name server or
-component, never the partition's lines.
+Rows travel between stages typed, through Arrow (`mapInArrow`): one wide schema holds the
+columns of every table (`_WIDE`), a row fills its own; no JSON round trip. Intermediate
+results are persisted on disk (``DISK_ONLY``: no partition is ever held in the JVM heap) so
+every table is computed once. Each Python task streams its sorted partition: it holds one
+reader and one manager per name server or component, never the partition's lines. Cost on
+2 cores: see ``docs/performance.md`` (pipeline).
 """
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -42,26 +40,18 @@ from ..journal import JournalReader
 from ._outputs import Emitted, ReplayDeriver, Row
 from ._plan import component_count, components, nodes_of, replay_entry
 from ._read import (
-    EMPTY_REASON,
-    LINES_SCHEMA_DDL,
-    SKIPPED_REASON,
-    InputFile,
     NsReading,
     NsStats,
     decode_line,
-    expand_local,
-    file_row,
-    is_parquet_path,
-    iter_lines,
-    kind_in_folder,
     line_key,
     name_server_rows,
 )
 from ._schema import TABLES, sort_rows
+from ._spark_read import read, read_lines, to_parquet
 from ._topics import Contribution, sweep_topic
 from .reference import RejectedRecords, gap_messages
 
-__all__ = ["Analysis", "analyze", "read_lines", "to_parquet"]
+__all__ = ["Analysis", "analyze", "read_lines", "rows_equal", "to_parquet"]
 
 Progress = Callable[[str], None]
 
@@ -127,247 +117,6 @@ class Analysis:
         """Release the cached intermediate results."""
         for df in self._persisted:
             df.unpersist()
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def _has_scheme(path: str) -> bool:
-    return "://" in path or path.startswith(("hdfs:", "s3a:", "s3:", "gs:", "abfs:", "wasb:"))
-
-
-def _expand(spark: Any, paths: Sequence[str]) -> list[InputFile]:
-    """Local paths as `expand_local` does; URIs through Hadoop's FileSystem (any scheme
-    Spark reads), with the same rules."""
-    found: list[InputFile] = []
-    local: list[str] = []
-
-    def flush() -> None:
-        if local:
-            found.extend(expand_local(local))
-            local.clear()
-
-    for path in paths:
-        if not _has_scheme(path):
-            local.append(path)
-            continue
-        flush()
-        jvm = spark.sparkContext._jvm
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
-        hpath = jvm.org.apache.hadoop.fs.Path(path)
-        fs = hpath.getFileSystem(conf)
-        if not fs.exists(hpath):
-            raise FileNotFoundError(f"no such journal file or folder: {path}")
-        if not fs.getFileStatus(hpath).isDirectory():
-            found.append(InputFile(kind="parquet" if is_parquet_path(path) else "text",
-                                   path=path))
-            continue
-        files: list[str] = []
-        iterator = fs.listFiles(hpath, True)
-        while iterator.hasNext():
-            files.append(str(iterator.next().getPath().toString()))
-        base = str(fs.getFileStatus(hpath).getPath().toString()).rstrip("/")
-        rel = sorted(f[len(base) + 1:] for f in files if f.startswith(base + "/"))
-        rel = [r for r in rel if not any(p.startswith((".", "_")) for p in r.split("/"))]
-        if any("/" not in r and is_parquet_path(r) for r in rel):
-            found.append(InputFile(kind="parquet", path=path))
-            continue
-        for r in rel:
-            full = f"{path.rstrip('/')}/{r}"
-            found.append(InputFile(kind=kind_in_folder(r), path=full))
-    flush()
-    return found
-
-
-def read_lines(spark: Any, sources: Any) -> Any:
-    """Every journal line as a DataFrame ``(order_a, order_b, source, line, text)``:
-    ``order_a`` is the input's position, ``order_b`` the file index inside a Parquet copy,
-    ``line`` 1-based. ``sources``: a path, a list of paths, or ``{name: lines}``."""
-    return _read(spark, sources).lines
-
-
-#: The smallest and largest byte range one read task takes from a plain JSON Lines file.
-SPLIT_MIN_BYTES = 1 << 20
-SPLIT_MAX_BYTES = 128 << 20
-#: A file is cut into at least this many byte ranges (read tasks), when they stay above
-#: `SPLIT_MIN_BYTES` (gzip files are never cut: one task each).
-SPLITS_PER_FILE = 8
-
-
-def _split_large_files(spark: Any, inputs: Sequence[InputFile]) -> int:
-    """Lower ``spark.sql.files.maxPartitionBytes`` (never raise it) so that the largest
-    local plain-text journal is read by `SPLITS_PER_FILE` tasks; returns the value used."""
-    sizes = [os.path.getsize(i.path) for i in inputs
-             if i.kind == "text" and not _has_scheme(i.path) and not i.path.endswith(".gz")]
-    conf = spark._jsparkSession.sessionState().conf()
-    current = int(conf.filesMaxPartitionBytes())
-    if not sizes:
-        return current
-    wanted = max(SPLIT_MIN_BYTES, min(SPLIT_MAX_BYTES, max(sizes) // SPLITS_PER_FILE))
-    if wanted < current:
-        spark.conf.set("spark.sql.files.maxPartitionBytes", str(wanted))
-        return wanted
-    return current
-
-
-@attrs.define
-class _Lines:
-    """What `_read` found: the numbered lines (``order_a, order_b, source, line, text,
-    raw``: ``raw`` holds the bytes of a line that is not UTF-8, whose ``text`` is null),
-    the bare ``text`` column of every line, the name servers named by the first line of
-    each local file (None when unknown), and rows about whole files (skipped, empty, a
-    gzip file cut short)."""
-
-    lines: Any
-    texts: Any
-    first_names: set[str] | None
-    notes: list[Row]
-
-
-_LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
-              "raw binary")
-
-
-def _python_lines(spark: Any, rows: list[tuple[int, str, int, str]]) -> Any:
-    """Lines read in Python (in-memory journals, damaged gzip files) as a lines frame."""
-    data: list[tuple[int, int, str, int, str | None, bytes | None]] = []
-    for order, source, number, text in rows:
-        try:
-            text.encode("utf-8")
-            data.append((order, 0, source, number, text, None))
-        except UnicodeEncodeError:  # bytes that are not UTF-8, kept as bytes
-            data.append((order, 0, source, number, None,
-                         text.encode("utf-8", "surrogateescape")))
-    return spark.createDataFrame(data, _LINES_DDL)
-
-
-def _first_name(path: str) -> str | None:
-    """The name server of a local file's first line (a cheap hint for spreading tasks)."""
-    try:
-        with open(path, "rb") as handle:
-            first = handle.readline(1 << 20)
-        return line_key(first.decode("utf-8", "replace"))[0]
-    except OSError:
-        return None
-
-
-def _gzip_state(path: str) -> tuple[int, BaseException | None]:
-    """(uncompressed bytes, error) of a local gzip file, decompressed in streaming (C
-    speed, about 0.3 s per 100 MB here)."""
-    import zlib
-
-    size = 0
-    try:
-        with gzip.open(path, "rb") as handle:
-            while chunk := handle.read(1 << 22):
-                size += len(chunk)
-    except (EOFError, OSError, zlib.error) as exc:
-        return size, exc
-    return size, None
-
-
-def _read(spark: Any, sources: Any) -> _Lines:
-    """Every line of ``sources`` with its file and number (see `_Lines`)."""
-    from pyspark.sql import functions as F
-
-    if isinstance(sources, Mapping):
-        rows = [(i, name, n, text) for i, (name, lines) in enumerate(sources.items())
-                for n, text in enumerate(lines, start=1)]
-        df = _python_lines(spark, rows)
-        return _Lines(df, df.select("text"), None, [])
-    paths = [str(sources)] if isinstance(sources, str | Path) else [str(p) for p in sources]
-    inputs = _expand(spark, paths)
-    if not inputs:
-        raise FileNotFoundError(f"no journal files in {paths}")
-    _split_large_files(spark, inputs)
-    parts = []
-    texts = []
-    notes: list[Row] = []
-    names: set[str] | None = set()
-    for i, item in enumerate(inputs):
-        local = not _has_scheme(item.path)
-        if item.kind == "skipped":
-            notes.append(file_row(item.path, 0, "skipped", SKIPPED_REASON))
-            continue
-        if item.kind == "parquet":
-            names = None
-            parts.append(spark.read.schema(LINES_SCHEMA_DDL).parquet(item.path).select(
-                F.lit(i).cast("long").alias("order_a"),
-                F.col("source_index").alias("order_b"), "source", "line", "text",
-                F.lit(None).cast("binary").alias("raw")))
-            continue
-        if local:
-            if os.path.getsize(item.path) == 0:
-                notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
-                continue
-            if names is not None and (name := _first_name(item.path)) is not None:
-                names.add(name)
-            if item.path.endswith(".gz"):
-                size, error = _gzip_state(item.path)
-                if error is None and size == 0:
-                    notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
-                    continue
-                if error is not None:  # read what can be read, as the reference does
-                    got = list(iter_lines([item], notes))
-                    if got:
-                        parts.append(_python_lines(spark, [(i, *g) for g in got]))
-                    continue
-        else:
-            names = None
-        texts.append(spark.read.option("lineSep", "\n").text(item.path).select(
-            F.lit(i).cast("long").alias("order_a"), F.lit(item.path).alias("source"),
-            F.input_file_block_start().alias("block"),
-            F.monotonically_increasing_id().alias("mid"), F.col("value")))
-    if texts:
-        raw = texts[0]
-        for more in texts[1:]:
-            raw = raw.unionByName(more)
-        # Line numbers: within a split, rows are consecutive ids in one partition; a split
-        # starts after all the lines of the earlier splits of its file.
-        from pyspark.sql import Window
-
-        splits = raw.groupBy("order_a", "block").agg(F.min("mid").alias("first_mid"),
-                                                     F.count("*").alias("n"))
-        before = Window.partitionBy("order_a").orderBy("block").rowsBetween(
-            Window.unboundedPreceding, -1)
-        splits = splits.withColumn("before", F.coalesce(F.sum("n").over(before), F.lit(0)))
-        numbered = raw.join(F.broadcast(splits.select("order_a", "block", "first_mid", "before")),
-                            ["order_a", "block"])
-        # Bytes that are not UTF-8 travel as bytes: Python decodes them as the reference does.
-        valid = F.expr("is_valid_utf8(value)")
-        parts.append(numbered.select(
-            "order_a", F.lit(0).cast("long").alias("order_b"), "source",
-            (F.col("mid") - F.col("first_mid") + F.col("before") + 1).alias("line"),
-            F.when(valid, F.col("value")).alias("text"),
-            F.when(~valid, F.col("value").cast("binary")).alias("raw")))
-    if not parts:
-        empty = spark.createDataFrame([], _LINES_DDL)
-        return _Lines(empty, empty.select("text"), names, notes)
-    lines = parts[0]
-    for more in parts[1:]:
-        lines = lines.unionByName(more)
-    bare = [p.select("text") for p in parts[:len(parts) - (1 if texts else 0)]]
-    bare += [t.select(F.col("value").alias("text")) for t in texts]
-    union = bare[0]
-    for more in bare[1:]:
-        union = union.unionByName(more)
-    return _Lines(lines, union, names, notes)
-
-
-def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
-    """Copy journals to Parquet (``source, source_index, line, text``) under ``out``, for
-    faster and splittable re-reading; returns the number of lines. Reading the copy gives
-    the same records, rejections and places as the originals."""
-    from pyspark.sql import functions as F
-
-    lines = read_lines(spark, sources)
-    index = (F.col("order_a") * F.lit(1 << 20) + F.col("order_b")).alias("source_index")
-    # a line that is not UTF-8 is copied with U+FFFD in place of the bad bytes
-    text = F.coalesce(F.col("text"), F.expr("make_valid_utf8(cast(raw as string))"))
-    table = lines.select("source", index, "line", text.alias("text")).orderBy(
-        "source_index", "line")
-    table.write.mode(mode).parquet(out)
-    return int(spark.read.parquet(out).count())
 
 
 # --------------------------------------------------------------------------- python steps
@@ -582,7 +331,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         return df
 
     say("listing inputs")
-    found = _read(spark, sources)
+    found = read(spark, sources)
     lines = found.lines
     # One parse per line on the JVM, with an explicit schema, names the partition key.
     keys = F.from_json("text", "journal string, nameserver string, ns string")
