@@ -143,7 +143,9 @@ class ReplayDeriver:
             yield from self._removed(removed, at, event.seq, timeouts)
         for registered in change.registered:
             yield from self._registered(registered, at)
-        manager = self.replayer.managers[self.ns]
+        if not change.changed_topics:
+            return
+        manager = self.replayer.managers[self.ns]  # a snapshot mapping: built only here
         for topic in sorted(change.changed_topics):
             route = _route_of(manager, topic)
             if route is None:

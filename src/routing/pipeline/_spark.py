@@ -356,7 +356,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         persisted.remove(stage2)
         keyed = lines.withColumn("ns_key", _python_key()("text"))
         stage2 = keep(_read_stage(keyed, count, salt, partition == "ns"))
-    stats = [NsStats(**json.loads(r["payload"]))
+    stats = [NsStats.from_json(json.loads(r["payload"]))
              for r in stage2.filter(F.col("kind") == "stats").select("payload").collect()]
     spans = {s.ns: (s.first_ms, s.last_ms) for s in stats}
 
