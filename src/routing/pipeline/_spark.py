@@ -109,9 +109,12 @@ class Analysis:
                 for name, df in self.tables.items()}
 
     def write(self, out_dir: str, *, mode: str = "overwrite") -> None:
-        """Write every table as Parquet under ``out_dir/<table>/``, sorted by its key."""
+        """Write every table as Parquet under ``out_dir/<table>/``: one file per table, sorted
+        by its key (one shuffle and one sort per table; a global ``orderBy`` would add a
+        sampling job per table, seconds in all for tables of a few thousand rows)."""
         for name, df in self.tables.items():
-            df.orderBy(*TABLES[name].key).write.mode(mode).parquet(f"{out_dir.rstrip('/')}/{name}")
+            (df.repartition(1).sortWithinPartitions(*TABLES[name].key)
+             .write.mode(mode).parquet(f"{out_dir.rstrip('/')}/{name}"))
 
     def unpersist(self) -> None:
         """Release the cached intermediate results."""
@@ -159,18 +162,20 @@ def _tag_rows(emitted: Iterable[Emitted]) -> Iterator[dict[str, Any]]:
         yield tagged
 
 
-def _read_step(replay: bool) -> Callable[[Iterable[Any]], Iterator[Any]]:
+def _read_step(replay: bool, paths: Mapping[int, str]
+               ) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """Stage 2b: one reader per task over lines sorted by (name server, reading order).
     With ``replay`` (``partition="ns"``), also replay and derive each whole name server;
     otherwise emit each accepted line with the nodes it touches."""
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_read_rows(batches, replay))
+        return _to_batches(_read_rows(batches, replay, paths))
 
     return step
 
 
-def _read_rows(batches: Iterable[Any], replay: bool) -> Iterator[dict[str, Any]]:
+def _read_rows(batches: Iterable[Any], replay: bool,
+               paths: Mapping[int, str]) -> Iterator[dict[str, Any]]:
     """Lines arrive grouped by the JVM's guess of their name server (``ns_key``). The
     reader's own key (`line_key`) decides: a line without one is judged by a fresh reader
     (it is rejected without touching state, wherever it is); a line whose key differs from
@@ -187,8 +192,10 @@ def _read_rows(batches: Iterable[Any], replay: bool) -> Iterator[dict[str, Any]]
             yield from _tag_rows(deriver.finish())
 
     remembered = reading.reader.remembered_name
-    for source, line, text, raw, ns_key in _rows_of(
-            batches, ("source", "line", "text", "raw", "ns_key")):
+    for order, source, line, text, raw, ns_key in _rows_of(
+            batches, ("order_a", "source", "line", "text", "raw", "ns_key")):
+        if source is None:
+            source = paths[order]
         if ns_key != current:
             yield from finish(current)
             current = ns_key
@@ -279,13 +286,20 @@ def _python_key() -> Any:
     return F.udf(lambda text: None if text is None else line_key(text)[0], "string")
 
 
-def _read_stage(keyed: Any, count: int, salt: int, replay: bool) -> Any:
+def _read_stage(keyed: Any, count: int, salt: int, replay: bool,
+                paths: Mapping[int, str]) -> Any:
+    """Stage 2: partition by name server, sort into reading order, read (and replay) in
+    Python. A text file's ``source`` is sent as its input number (``order_a``), not as its
+    path on every row."""
     from pyspark.sql import functions as F
 
+    source = F.col("source")
+    if paths:
+        source = F.when(~F.col("order_a").isin(*paths), source)
     return (keyed.repartition(count, F.col("ns_key"), F.lit(salt))
             .sortWithinPartitions("ns_key", "order_a", "order_b", "line")
-            .select("source", "line", "text", "raw", "ns_key")
-            .mapInArrow(_read_step(replay), _WIDE_DDL))
+            .select("order_a", source.alias("source"), "line", "text", "raw", "ns_key")
+            .mapInArrow(_read_step(replay, dict(paths)), _WIDE_DDL))
 
 
 def _salted_partitions(spark: Any, names: Sequence[str]) -> tuple[int, int]:
@@ -334,20 +348,24 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     found = read(spark, sources)
     lines = found.lines
     # One parse per line on the JVM, with an explicit schema, names the partition key.
+    # A record as the recorder writes it starts with {"ns":"<name>", (a regex, no parse);
+    # other lines (headers, hand-made ones) take one from_json with an explicit schema.
     keys = F.from_json("text", "journal string, nameserver string, ns string")
-    jvm_key = F.when(keys["journal"].isNotNull(), keys["nameserver"]).otherwise(keys["ns"])
+    parsed = F.when(keys["journal"].isNotNull(), keys["nameserver"]).otherwise(keys["ns"])
+    prefix = F.regexp_extract("text", r'^\{"ns":"([^"\\]*)",', 1)
+    jvm_key = F.when(prefix != "", prefix).otherwise(parsed)
     if found.first_names is not None:  # local files: their first lines name the servers
         names = sorted(found.first_names)
     else:  # only headers name new name servers: a cheap substring filter, then parse those
         say("finding name servers")
         headers = found.texts.filter(F.col("text").contains('"journal"'))
-        names = sorted(r[0] for r in headers.select(jvm_key.alias("k")).distinct().collect()
+        names = sorted(r[0] for r in headers.select(parsed.alias("k")).distinct().collect()
                        if r[0] is not None)
     count, salt = _salted_partitions(spark, names)
 
     say("reading journals (one task per name server)")
     stage2 = keep(_read_stage(lines.withColumn("ns_key", jvm_key), count, salt,
-                              partition == "ns"))
+                              partition == "ns", found.paths))
     if stage2.filter(F.col("kind") == "misrouted").limit(1).count():
         # Spark's JSON path and Python's json disagree on some line's name server (for
         # example duplicate keys): partition by the reader's own key instead.
@@ -355,7 +373,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         stage2.unpersist()
         persisted.remove(stage2)
         keyed = lines.withColumn("ns_key", _python_key()("text"))
-        stage2 = keep(_read_stage(keyed, count, salt, partition == "ns"))
+        stage2 = keep(_read_stage(keyed, count, salt, partition == "ns", found.paths))
     stats = [NsStats.from_json(json.loads(r["payload"]))
              for r in stage2.filter(F.col("kind") == "stats").select("payload").collect()]
     spans = {s.ns: (s.first_ms, s.last_ms) for s in stats}

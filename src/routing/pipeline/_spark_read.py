@@ -127,6 +127,8 @@ class Lines:
     texts: Any
     first_names: set[str] | None
     notes: list[Row]
+    #: input number (``order_a``) → path, for the files Spark reads as text
+    paths: dict[int, str] = attrs.field(factory=dict)
 
 
 _LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
@@ -180,14 +182,15 @@ def read(spark: Any, sources: Any) -> Lines:
                 for n, text in enumerate(lines, start=1)]
         df = _python_lines(spark, rows)
         return Lines(df, df.select("text"), None, [])
-    paths = [str(sources)] if isinstance(sources, str | Path) else [str(p) for p in sources]
-    inputs = _expand(spark, paths)
+    given = [str(sources)] if isinstance(sources, str | Path) else [str(p) for p in sources]
+    inputs = _expand(spark, given)
     if not inputs:
-        raise FileNotFoundError(f"no journal files in {paths}")
+        raise FileNotFoundError(f"no journal files in {given}")
     _split_large_files(spark, inputs)
     parts = []
     texts = []
     notes: list[Row] = []
+    paths: dict[int, str] = {}
     names: set[str] | None = set()
     for i, item in enumerate(inputs):
         local = not has_scheme(item.path)
@@ -219,6 +222,7 @@ def read(spark: Any, sources: Any) -> Lines:
                     continue
         else:
             names = None
+        paths[i] = item.path
         texts.append(spark.read.option("lineSep", "\n").text(item.path).select(
             F.lit(i).cast("long").alias("order_a"), F.lit(item.path).alias("source"),
             F.input_file_block_start().alias("block"),
@@ -247,7 +251,7 @@ def read(spark: Any, sources: Any) -> Lines:
             F.when(~valid, F.col("value").cast("binary")).alias("raw")))
     if not parts:
         empty = spark.createDataFrame([], _LINES_DDL)
-        return Lines(empty, empty.select("text"), names, notes)
+        return Lines(empty, empty.select("text"), names, notes, paths)
     lines = parts[0]
     for more in parts[1:]:
         lines = lines.unionByName(more)
@@ -256,7 +260,7 @@ def read(spark: Any, sources: Any) -> Lines:
     union = bare[0]
     for more in bare[1:]:
         union = union.unionByName(more)
-    return Lines(lines, union, names, notes)
+    return Lines(lines, union, names, notes, paths)
 
 
 def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
