@@ -271,3 +271,37 @@ def test_bad_inputs_are_reported_alike_on_both_engines(spark: Any, tmp_path: Pat
         analyze(spark, journals, strict=True)
     assert caught.value.total == 1 and "clock jump" in caught.value.rows[0]["reason"]
     assert caught.value.gaps and caught.value.gaps[0].startswith("ns-0: 1 gap(s)")
+
+
+def test_one_task_per_journal_file_when_each_file_holds_one_name_server(
+        spark: Any, tmp_path: Path) -> None:
+    """The recorder's layout (one file per name server) is read without a shuffle; a file
+    that also holds another name server's lines sends the run down the shuffled path."""
+    result = simulate(SimConfig(groups=3, slaves=1, nameservers=3, duration_ms=1_500_000,
+                                seed=4, faults="heavy"))
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    texts = dict(sorted(result.journal_texts.items()))
+    for i, (ns, text) in enumerate(texts.items()):
+        if i == 2:
+            with gzip.open(clean / f"{ns}.jsonl.gz", "wt", encoding="utf-8") as out:
+                out.write(text)
+        else:
+            (clean / f"{ns}.jsonl").write_text(text, encoding="utf-8")
+    for folder, path in (("clean", "one task per journal file"),
+                         ("mixed", "one task per name server")):
+        if folder == "mixed":
+            mixed = tmp_path / "mixed"
+            mixed.mkdir()
+            lines = [t.splitlines() for t in texts.values()]
+            (mixed / "a.jsonl").write_text("\n".join(lines[0] + lines[1][:40]) + "\n")
+            (mixed / "b.jsonl").write_text("\n".join(lines[1][40:]) + "\n")
+            (mixed / "c.jsonl").write_text("\n".join(lines[2]) + "\n")
+        expected = analyze_local(tmp_path / folder, at=AT)
+        steps: list[str] = []
+        analysis = analyze(spark, str(tmp_path / folder), at=AT, progress=steps.append)
+        got = analysis.collect()
+        analysis.unpersist()
+        assert not rows_equal(expected, got), _diff(expected, got)
+        assert any(path in s for s in steps), steps
+        assert expected["sessions"] and expected["route_changes"]

@@ -3,9 +3,12 @@
 Stages (every Python step calls the same code as `routing.pipeline.reference`):
 
 1. **Lines** (`_spark_read`): Spark's text source, files cut into byte ranges, line
-   numbers computed on the JVM; one ``from_json`` per line with an explicit schema names
-   the line's name server (the partition key).
-2. **Read and replay, one task per name server** (``partition="ns"``, the default). Lines
+   numbers computed on the JVM; a regex (records as the recorder writes them) or one
+   ``from_json`` with an explicit schema (other lines) names a line's name server.
+2. **Read and replay.** When each local journal file holds one name server (the
+   recorder's layout), each file is one task read in order (`_file_step`): no shuffle,
+   Python numbers the lines; a line of another name server sends the run to the general
+   path below. General path (``partition="ns"``, the default): lines
    are hash-partitioned by name server (a salt spreads the name servers over tasks) and
    sorted into reading order; one `JournalReader` and one `ReplayDeriver` per name server
    stream them (the reader's state is per name server, so this equals reading everything
@@ -47,7 +50,7 @@ from ._read import (
     name_server_rows,
 )
 from ._schema import TABLES, sort_rows
-from ._spark_read import read, read_lines, to_parquet
+from ._spark_read import file_lines, read, read_lines, to_parquet, whole_file_bytes
 from ._topics import Contribution, sweep_topic
 from .reference import RejectedRecords, gap_messages
 
@@ -174,8 +177,28 @@ def _read_step(replay: bool, paths: Mapping[int, str]
     return step
 
 
-def _read_rows(batches: Iterable[Any], replay: bool,
-               paths: Mapping[int, str]) -> Iterator[dict[str, Any]]:
+def _file_step(paths: Mapping[int, str], names: Mapping[int, str]
+               ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """Stage 2 on whole files (`_spark_read.file_lines`): number each file's lines, expect
+    every keyed line to belong to the name server of the file's first line, and read and
+    replay as `_read_rows` does. A line of another name server comes out ``misrouted``
+    (the driver then takes the shuffled path)."""
+    paths, names = dict(paths), dict(names)
+
+    def numbered(batches: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+        counts: dict[int, int] = {}
+        for order, text, raw in _rows_of(batches, ("order_a", "text", "raw")):
+            line = counts[order] = counts.get(order, 0) + 1
+            yield order, None, line, text, raw, names[order]
+
+    def step(batches: Iterable[Any]) -> Iterator[Any]:
+        return _to_batches(_read_rows(numbered(batches), True, paths, rows=True))
+
+    return step
+
+
+def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *,
+               rows: bool = False) -> Iterator[dict[str, Any]]:
     """Lines arrive grouped by the JVM's guess of their name server (``ns_key``). The
     reader's own key (`line_key`) decides: a line without one is judged by a fresh reader
     (it is rejected without touching state, wherever it is); a line whose key differs from
@@ -192,8 +215,9 @@ def _read_rows(batches: Iterable[Any], replay: bool,
             yield from _tag_rows(deriver.finish())
 
     remembered = reading.reader.remembered_name
-    for order, source, line, text, raw, ns_key in _rows_of(
-            batches, ("order_a", "source", "line", "text", "raw", "ns_key")):
+    tuples = batches if rows else _rows_of(
+        batches, ("order_a", "source", "line", "text", "raw", "ns_key"))
+    for order, source, line, text, raw, ns_key in tuples:
         if source is None:
             source = paths[order]
         if ns_key != current:
@@ -361,18 +385,40 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         headers = found.texts.filter(F.col("text").contains('"journal"'))
         names = sorted(r[0] for r in headers.select(parsed.alias("k")).distinct().collect()
                        if r[0] is not None)
-    count, salt = _salted_partitions(spark, names)
 
-    say("reading journals (one task per name server)")
-    stage2 = keep(_read_stage(lines.withColumn("ns_key", jvm_key), count, salt,
-                              partition == "ns", found.paths))
-    if stage2.filter(F.col("kind") == "misrouted").limit(1).count():
+    def misrouted(stage: Any) -> bool:
+        return bool(stage.filter(F.col("kind") == "misrouted").limit(1).count())
+
+    stage2 = None
+    if found.whole_files is not None and partition == "ns":
+        # One journal file per name server: each file is one task, read in order; no
+        # shuffle, no sort, line numbers counted in Python.
+        say("reading journals (one task per journal file)")
+        conf = "spark.sql.files.maxPartitionBytes"
+        before = spark.conf.get(conf)
+        spark.conf.set(conf, str(whole_file_bytes(found)))
+        try:
+            stage2 = keep(file_lines(spark, found).mapInArrow(
+                _file_step(found.paths, found.whole_files), _WIDE_DDL))
+            if misrouted(stage2):  # some file holds another name server's lines
+                stage2.unpersist()
+                persisted.remove(stage2)
+                stage2 = None
+        finally:
+            spark.conf.set(conf, before)
+    if stage2 is None:
+        count, salt = _salted_partitions(spark, names)
+        say("reading journals (one task per name server)")
+        stage2 = keep(_read_stage(lines.withColumn("ns_key", jvm_key), count, salt,
+                                  partition == "ns", found.paths))
+    if misrouted(stage2):
         # Spark's JSON path and Python's json disagree on some line's name server (for
         # example duplicate keys): partition by the reader's own key instead.
         say("re-reading with Python's keys")
         stage2.unpersist()
         persisted.remove(stage2)
         keyed = lines.withColumn("ns_key", _python_key()("text"))
+        count, salt = _salted_partitions(spark, names)
         stage2 = keep(_read_stage(keyed, count, salt, partition == "ns", found.paths))
     stats = [NsStats.from_json(json.loads(r["payload"]))
              for r in stage2.filter(F.col("kind") == "stats").select("payload").collect()]

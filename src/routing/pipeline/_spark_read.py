@@ -34,7 +34,8 @@ from ._read import (
     line_key,
 )
 
-__all__ = ["SPLITS_PER_FILE", "Lines", "has_scheme", "read", "read_lines", "to_parquet"]
+__all__ = ["SPLITS_PER_FILE", "Lines", "file_lines", "has_scheme", "read", "read_lines",
+           "to_parquet"]
 
 
 def has_scheme(path: str) -> bool:
@@ -129,6 +130,10 @@ class Lines:
     notes: list[Row]
     #: input number (``order_a``) → path, for the files Spark reads as text
     paths: dict[int, str] = attrs.field(factory=dict)
+    #: input number → the name server of its first line, when every input is a local file
+    #: read by Spark and those names are all different (the recorder's layout: one
+    #: journal file per name server); else None
+    whole_files: dict[int, str] | None = None
 
 
 _LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
@@ -151,10 +156,10 @@ def _python_lines(spark: Any, rows: list[tuple[int, str, int, str]]) -> Any:
 def _first_name(path: str) -> str | None:
     """The name server of a local file's first line (a cheap hint for spreading tasks)."""
     try:
-        with open(path, "rb") as handle:
+        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as handle:
             first = handle.readline(1 << 20)
         return line_key(first.decode("utf-8", "replace"))[0]
-    except OSError:
+    except (OSError, EOFError):
         return None
 
 
@@ -192,13 +197,14 @@ def read(spark: Any, sources: Any) -> Lines:
     notes: list[Row] = []
     paths: dict[int, str] = {}
     names: set[str] | None = set()
+    firsts: dict[int, str | None] | None = {}
     for i, item in enumerate(inputs):
         local = not has_scheme(item.path)
         if item.kind == "skipped":
             notes.append(file_row(item.path, 0, "skipped", SKIPPED_REASON))
             continue
         if item.kind == "parquet":
-            names = None
+            names = firsts = None
             parts.append(spark.read.schema(LINES_SCHEMA_DDL).parquet(item.path).select(
                 F.lit(i).cast("long").alias("order_a"),
                 F.col("source_index").alias("order_b"), "source", "line", "text",
@@ -208,20 +214,24 @@ def read(spark: Any, sources: Any) -> Lines:
             if os.path.getsize(item.path) == 0:
                 notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
                 continue
-            if names is not None and (name := _first_name(item.path)) is not None:
+            name = _first_name(item.path)
+            if names is not None and name is not None:
                 names.add(name)
+            if firsts is not None:
+                firsts[i] = name
             if item.path.endswith(".gz"):
                 size, error = _gzip_state(item.path)
                 if error is None and size == 0:
                     notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
                     continue
                 if error is not None:  # read what can be read, as the reference does
+                    firsts = None
                     got = list(iter_lines([item], notes))
                     if got:
                         parts.append(_python_lines(spark, [(i, *g) for g in got]))
                     continue
         else:
-            names = None
+            names = firsts = None
         paths[i] = item.path
         texts.append(spark.read.option("lineSep", "\n").text(item.path).select(
             F.lit(i).cast("long").alias("order_a"), F.lit(item.path).alias("source"),
@@ -249,9 +259,14 @@ def read(spark: Any, sources: Any) -> Lines:
             (F.col("mid") - F.col("first_mid") + F.col("before") + 1).alias("line"),
             F.when(valid, F.col("value")).alias("text"),
             F.when(~valid, F.col("value").cast("binary")).alias("raw")))
+    whole: dict[int, str] | None = None
+    if firsts is not None and all(n is not None for n in firsts.values()):
+        named = {i: n for i, n in firsts.items() if n is not None}
+        if len(set(named.values())) == len(named):
+            whole = named
     if not parts:
         empty = spark.createDataFrame([], _LINES_DDL)
-        return Lines(empty, empty.select("text"), names, notes, paths)
+        return Lines(empty, empty.select("text"), names, notes, paths, whole)
     lines = parts[0]
     for more in parts[1:]:
         lines = lines.unionByName(more)
@@ -260,7 +275,30 @@ def read(spark: Any, sources: Any) -> Lines:
     union = bare[0]
     for more in bare[1:]:
         union = union.unionByName(more)
-    return Lines(lines, union, names, notes, paths)
+    return Lines(lines, union, names, notes, paths, whole)
+
+
+def file_lines(spark: Any, found: Lines) -> Any:
+    """The lines of `Lines.whole_files`, one partition per file in file order (``order_a,
+    text, raw``; Python numbers them): ``spark.sql.files.maxPartitionBytes`` must be at least
+    the largest file while this frame is computed (`whole_file_bytes`)."""
+    from pyspark.sql import functions as F
+
+    assert found.whole_files is not None
+    valid = F.expr("is_valid_utf8(value)")
+    frames = [spark.read.option("lineSep", "\n").text(found.paths[i]).select(
+        F.lit(i).cast("long").alias("order_a"), F.when(valid, F.col("value")).alias("text"),
+        F.when(~valid, F.col("value").cast("binary")).alias("raw"))
+        for i in sorted(found.whole_files)]
+    union = frames[0]
+    for more in frames[1:]:
+        union = union.unionByName(more)
+    return union
+
+
+def whole_file_bytes(found: Lines) -> int:
+    """A ``maxPartitionBytes`` that keeps every file of ``found`` in one partition."""
+    return max(os.path.getsize(p) for p in found.paths.values()) + 1
 
 
 def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
