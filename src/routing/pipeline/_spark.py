@@ -187,7 +187,9 @@ def _file_step(paths: Mapping[int, str], names: Mapping[int, str]
 
     def numbered(batches: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         counts: dict[int, int] = {}
-        for order, text, raw in _rows_of(batches, ("order_a", "text", "raw")):
+        for order, block, text, raw in _rows_of(batches, ("order_a", "block", "text", "raw")):
+            if block != 0:  # never number a split that does not start its file
+                raise AssertionError(f"{paths[order]} was split (a range starts at {block})")
             line = counts[order] = counts.get(order, 0) + 1
             yield order, None, line, text, raw, names[order]
 
@@ -394,18 +396,28 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         # One journal file per name server: each file is one task, read in order; no
         # shuffle, no sort, line numbers counted in Python.
         say("reading journals (one task per journal file)")
-        conf = "spark.sql.files.maxPartitionBytes"
-        before = spark.conf.get(conf)
-        spark.conf.set(conf, str(whole_file_bytes(found)))
+        # one split per file: no byte ranges, and no splitting to reach the minimum
+        # partition count (bytes per core = the file)
+        confs = {"spark.sql.files.maxPartitionBytes": str(whole_file_bytes(found)),
+                 "spark.sql.files.minPartitionNum": "1"}
+        before = {key: spark.conf.get(key, None) for key in confs}
+        for key, value in confs.items():
+            spark.conf.set(key, value)
         try:
-            stage2 = keep(file_lines(spark, found).mapInArrow(
-                _file_step(found.paths, found.whole_files), _WIDE_DDL))
-            if misrouted(stage2):  # some file holds another name server's lines
-                stage2.unpersist()
-                persisted.remove(stage2)
-                stage2 = None
+            files = file_lines(spark, found)
+            if files.rdd.getNumPartitions() == len(found.whole_files):
+                stage2 = keep(files.mapInArrow(
+                    _file_step(found.paths, found.whole_files), _WIDE_DDL))
+                if misrouted(stage2):  # some file holds another name server's lines
+                    stage2.unpersist()
+                    persisted.remove(stage2)
+                    stage2 = None
         finally:
-            spark.conf.set(conf, before)
+            for key, value in before.items():
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
     if stage2 is None:
         count, salt = _salted_partitions(spark, names)
         say("reading journals (one task per name server)")

@@ -280,14 +280,16 @@ def read(spark: Any, sources: Any) -> Lines:
 
 def file_lines(spark: Any, found: Lines) -> Any:
     """The lines of `Lines.whole_files`, one partition per file in file order (``order_a,
-    text, raw``; Python numbers them): ``spark.sql.files.maxPartitionBytes`` must be at least
-    the largest file while this frame is computed (`whole_file_bytes`)."""
+    block, text, raw``; Python numbers them, ``block`` must be 0): while this frame is
+    computed ``spark.sql.files.maxPartitionBytes`` must be at least the largest file
+    (`whole_file_bytes`) and ``spark.sql.files.minPartitionNum`` 1."""
     from pyspark.sql import functions as F
 
     assert found.whole_files is not None
     valid = F.expr("is_valid_utf8(value)")
     frames = [spark.read.option("lineSep", "\n").text(found.paths[i]).select(
-        F.lit(i).cast("long").alias("order_a"), F.when(valid, F.col("value")).alias("text"),
+        F.lit(i).cast("long").alias("order_a"), F.input_file_block_start().alias("block"),
+        F.when(valid, F.col("value")).alias("text"),
         F.when(~valid, F.col("value").cast("binary")).alias("raw"))
         for i in sorted(found.whole_files)]
     union = frames[0]
