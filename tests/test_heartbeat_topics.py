@@ -78,7 +78,9 @@ class Servers:
         for topic in mgr.all_topics():
             route = mgr.pickup_route(topic)
             assert route is not None
-            out.update({topic: q for q in route.queue_datas if q.broker_name == NAME})
+            for q in route.queue_datas:
+                if q.broker_name == NAME:
+                    out[topic] = q
         return out
 
 

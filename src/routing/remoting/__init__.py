@@ -3,7 +3,8 @@
 The codec and the processor are sans-I/O: feed bytes to a `FrameDecoder`, hand each
 `RemotingCommand` to `NameServerProcessor.process` with a channel handle, and write
 ``encode(outcome.response)`` back. `serve`/`run_server` (``routing serve``) do exactly that
-with asyncio. See ``docs/remoting.md``.
+with asyncio. The broker side is `BrokerHost` (``routing broker``): a `routing.heartbeat`
+``BrokerHeartbeat`` driven over TCP. See ``docs/remoting.md`` and ``docs/heartbeat.md``.
 
 >>> import routing as r
 >>> from routing import remoting as rm
@@ -36,6 +37,8 @@ from ._bodies import (
     encode_topic_list,
     loads,
 )
+from ._broker_host import BrokerHost
+from ._broker_run import run_broker, serve_broker
 from ._codec import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -73,6 +76,7 @@ __all__ = [
     "V5_0_0",
     "ZONE_MODE",
     "ZONE_NAME",
+    "BrokerHost",
     "Channel",
     "FrameDecoder",
     "KVStore",
@@ -105,6 +109,8 @@ __all__ = [
     "encode_route",
     "encode_topic_list",
     "loads",
+    "run_broker",
     "run_server",
     "serve",
+    "serve_broker",
 ]
