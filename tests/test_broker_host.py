@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-import test_remoting_client_interop as interop
-from test_remoting_server import Client
 
 import routing as r
+import test_remoting_client_interop as interop
 from routing.heartbeat import BrokerConfig, BrokerHeartbeat
 from routing.remoting import (
     BrokerHost,
@@ -31,6 +30,7 @@ from routing.remoting import (
     decode_route,
 )
 from routing.remoting._broker_run import admin_command
+from test_remoting_server import Client
 
 TIMEOUT_S = 30.0
 
