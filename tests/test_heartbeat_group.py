@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import routing as r
 from routing.heartbeat import (
@@ -278,3 +280,63 @@ def test_connect_results_are_validated() -> None:
     with pytest.raises(r.InvalidRequest, match="offline_broker_addr"):
         hb.on_min_broker_id_changed(1, SLAVE, offline_broker_addr="nope")
     assert hb.min_broker_id == 0
+
+
+_ops = st.lists(st.one_of(
+    st.tuples(st.just("connect"), st.sampled_from((*NS, "ns3:9876", "ns9:9876")), st.booleans()),
+    st.tuples(st.just("advance"), st.integers(1, 12_000), st.booleans()),
+    st.tuples(st.just("topic"), st.sampled_from(["T1", "T2", "T3"]), st.booleans()),
+), max_size=25)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ops=_ops, force=st.booleans(), single=st.booleans(), compatible=st.booleans())
+def test_sends_respect_availability(ops: list[tuple[str, Any, bool]], force: bool,
+                                    single: bool, compatible: bool) -> None:
+    """Whatever happens, registrations and heartbeats go only to the servers available when
+    they are sent; version queries and single-topic registrations to all of them, each round
+    of them in configured order; unregisters to every configured server."""
+    servers = (*NS, "ns3:9876")
+    clock = r.ManualClock(start_ms=0)
+    hb = BrokerHeartbeat(cfg(broker_id=0, broker_addr=MASTER, name_servers=servers,
+                             force_register=force, enable_single_topic_register=single,
+                             compatible_with_old_namesrv=compatible), clock=clock)
+    pending: list[Action] = []
+
+    def check(actions: Iterable[Action]) -> None:
+        available = set(hb.available_name_servers)
+        for a in actions:
+            if isinstance(a, SendRegistration | SendHeartbeat) or (
+                    isinstance(a, SendVersionQuery) and a.oneway):
+                assert a.name_server in available, a
+            pending.append(a)
+        queries = [a.name_server for a in actions
+                   if isinstance(a, SendVersionQuery) and not a.oneway]
+        assert queries in ([], list(servers))
+        topics = [a for a in actions if isinstance(a, SendTopicRegistration)]
+        assert [a.name_server for a in topics] in ([], list(servers))
+
+    check(hb.start())
+    for kind, arg, flag in ops:
+        if kind == "connect":
+            if arg in servers:
+                check(hb.on_connect_result(arg, flag))
+            else:
+                with pytest.raises(r.InvalidRequest):
+                    hb.on_connect_result(arg, flag)
+        elif kind == "advance":
+            clock.advance(arg)
+            check(hb.poll())
+            if flag and pending:  # answer the oldest request that expects an answer
+                a = pending.pop(0)
+                if isinstance(a, SendRegistration) and not a.oneway:
+                    check(hb.on_register_reply(a.name_server, a.request_id,
+                                               r.RegisterResult(accepted=True)))
+                elif isinstance(a, SendVersionQuery) and not a.oneway:
+                    check(hb.on_failure(a.name_server, a.request_id))
+                elif isinstance(a, SendTopicRegistration):
+                    check(hb.on_topic_reply(a.name_server, a.request_id))
+        else:
+            check(hb.update_topics([r.TopicConfig(topic_name=arg, read_queue_nums=4 if flag
+                                                  else 8)]))
+    assert [a.name_server for a in hb.shutdown()] == list(servers)
