@@ -49,6 +49,10 @@ class BrokerHeartbeat(TopicTable, MemberGroupView, AvailabilityView):
     returns actions first does what `poll` would do at that instant, so the host simply
     performs whatever comes back. Thread-safe (one lock); each call costs O(name servers)
     plus O(topics) when it starts a registration round.
+
+    The topic table and its changes come from `TopicTable` (``_topics_sync.py``), the
+    member-group view from `MemberGroupView` (``_member_group.py``) and the available
+    name servers from `AvailabilityView` (``_available.py``).
     """
 
     def __init__(

@@ -55,6 +55,17 @@ def member_group_from_route(route: TopicRouteData | None, cluster: str,
     return BrokerMemberGroup(cluster=cluster, broker_name=broker_name, broker_addrs=addrs)
 
 
+def check_push(min_broker_id: int, min_broker_addr: str | None,
+               offline_broker_addr: str | None, ha_broker_addr: str | None) -> None:
+    """Validate a NOTIFY_MIN_BROKER_ID_CHANGE's fields (`InvalidRequest` naming the field)."""
+    check_int("min_broker_id", min_broker_id, low=0)
+    for field, value in (("min_broker_addr", min_broker_addr),
+                         ("offline_broker_addr", offline_broker_addr),
+                         ("ha_broker_addr", ha_broker_addr)):
+        if value is not None:
+            check_addr(field, value)
+
+
 class MemberGroupSync:
     """The schedule, the query in flight and the view. Not thread-safe (the broker's lock
     guards it). O(1) per call plus O(members) per answer."""
@@ -126,9 +137,9 @@ class MemberGroupSync:
     def answered(self, group: BrokerMemberGroup | None, isolated: bool) -> list[MinBrokerChanged]:
         """``syncBrokerMemberGroup`` after the query returned ``group`` (None: a non-SUCCESS
         answer, which Java turns into an empty group)."""
-        self._pending = None
         if group is not None and not isinstance(group, BrokerMemberGroup):
             fail("group", group, "a BrokerMemberGroup or None")
+        self._pending = None
         if group is None or not group.broker_addrs:
             return []  # "Couldn't find any broker member from namesrv"
         self.group = group
@@ -143,12 +154,7 @@ class MemberGroupSync:
                ) -> list[MinBrokerChanged]:
         """NOTIFY_MIN_BROKER_ID_CHANGE (``updateMinBroker`` with the offline and HA
         addresses of the push); not gated on isolation, as in Java."""
-        check_int("min_broker_id", min_broker_id, low=0)
-        for field, value in (("min_broker_addr", min_broker_addr),
-                             ("offline_broker_addr", offline_broker_addr),
-                             ("ha_broker_addr", ha_broker_addr)):
-            if value is not None:
-                check_addr(field, value)
+        check_push(min_broker_id, min_broker_addr, offline_broker_addr, ha_broker_addr)
         return self._update(min_broker_id, min_broker_addr, offline_broker_addr, ha_broker_addr,
                             infer_offline=False)
 
@@ -216,6 +222,8 @@ class MemberGroupView:
         A non-empty group sets `member_group`; unless isolated, a slave in acting-master mode
         then takes its smallest id as the group's, and a `MinBrokerChanged` event comes back
         when that changed (a higher id than before means the old one went offline)."""
+        if group is not None and not isinstance(group, BrokerMemberGroup):
+            fail("group", group, "a BrokerMemberGroup or None")
         with self._lock:
             now = self._now(now_ms)
             out = self._advance(now)
@@ -231,6 +239,7 @@ class MemberGroupView:
         """A NOTIFY_MIN_BROKER_ID_CHANGE push from a name server (``updateMinBroker`` with the
         header's fields). Same effect as a member-group answer, with the push's offline and
         HA addresses."""
+        check_push(min_broker_id, min_broker_addr, offline_broker_addr, ha_broker_addr)
         with self._lock:
             now = self._now(now_ms)
             out = self._advance(now)
