@@ -268,3 +268,24 @@ def test_routing_serve_and_two_routing_brokers(tmp_path: Path) -> None:
 
 async def _eq(names: Awaitable[list[str]], expected: list[str]) -> bool:
     return await names == expected
+
+
+def test_a_broker_without_topics_still_registers_its_system_topics() -> None:
+    from routing.cli._broker import system_topics
+
+    async def scenario() -> None:
+        manager = r.RouteInfoManager()
+        async with NameServerHost(NameServerProcessor(manager), host="127.0.0.1",
+                                  port=0) as ns:
+            config = BrokerConfig(cluster="c", broker_name="lonely", broker_id=0,
+                                  broker_addr=f"127.0.0.1:{free_port()}",
+                                  name_servers=(f"127.0.0.1:{ns.port}",))
+            hb = BrokerHeartbeat(config, topics=system_topics("c", "lonely"))
+            host = BrokerHost(hb)
+            await host.start()
+            await until(lambda: manager.pickup_route("lonely") is not None, "registration")
+            assert set(manager.all_topics()) == {
+                "c", "lonely", "rmq_sys_SYNC_BROKER_MEMBER_lonely"}
+            await host.shutdown()
+
+    asyncio.run(asyncio.wait_for(scenario(), TIMEOUT_S))

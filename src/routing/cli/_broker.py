@@ -24,6 +24,18 @@ __all__ = ["broker_command"]
 _SYNC_PREFIX = "rmq_sys_SYNC_BROKER_MEMBER_"
 
 
+def system_topics(cluster: str, broker_name: str) -> list[TopicConfig]:
+    """The routing-relevant topics Java's ``TopicConfigManager`` always creates: the cluster's
+    and the broker's own topics (``clusterTopicEnable``/``brokerTopicEnable`` on, perm 7) and
+    ``rmq_sys_SYNC_BROKER_MEMBER_<name>`` (1 queue, INHERIT), which the member-group sync's
+    compatible form asks the route of. With them the table never holds a single topic, which
+    the name server's single-topic guard would refuse as a first registration."""
+    return [TopicConfig(topic_name=cluster, perm=7),
+            TopicConfig(topic_name=broker_name, read_queue_nums=1, write_queue_nums=1, perm=7),
+            TopicConfig(topic_name=_SYNC_PREFIX + broker_name, read_queue_nums=1,
+                        write_queue_nums=1, perm=1)]
+
+
 def _name_servers(value: str) -> tuple[str, ...]:
     servers = tuple(s.strip() for s in value.replace(",", ";").split(";") if s.strip())
     if not servers:
@@ -92,11 +104,9 @@ def broker_command(namesrv: str, cluster: str, broker_name: str, broker_id: int,
             enable_single_topic_register=single_topic_register,
             register_period_ms=register_period_ms, connect_timeout_ms=connect_timeout_ms,
             scan_available_name_servers=True)
-        table = [TopicConfig(topic_name=n, read_queue_nums=queues, write_queue_nums=queues)
-                 for n in names]
-        # Java's TopicConfigManager always holds the member-group topic (1 queue, INHERIT).
-        table.append(TopicConfig(topic_name=_SYNC_PREFIX + broker_name, read_queue_nums=1,
-                                 write_queue_nums=1, perm=1))
+        table = system_topics(cluster, broker_name) + [
+            TopicConfig(topic_name=n, read_queue_nums=queues, write_queue_nums=queues)
+            for n in names]
         run_broker(config, table, listen=None if no_listen else listen,
                    journal_dir=journal_dir, compressed_register=compressed_register)
     except (RoutingError, OSError) as exc:
