@@ -321,11 +321,11 @@ class BrokerHeartbeat(TopicTable, MemberGroupView, AvailabilityView):
     ) -> tuple[Action, ...]:
         """A REGISTER_TOPIC_IN_NAMESRV answered (Java logs the code and moves on: any answer
         counts the same)."""
-        with self._lock:
+        with self._lock:  # reentrant: _outcome takes it again
             r = self._round
             if r is not None and not r.topic_step:
                 return tuple(self._advance(self._now(now_ms)))
-        return self._outcome(name_server, request_id, QueryOutcome.ERROR_RESPONSE, now_ms)
+            return self._outcome(name_server, request_id, QueryOutcome.ERROR_RESPONSE, now_ms)
 
     def on_version_reply(
         self, name_server: str, request_id: int, answer: VersionAnswer,
