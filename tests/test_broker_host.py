@@ -125,6 +125,8 @@ def test_host_reconnects_after_the_name_server_restarts() -> None:
                     "first registration")
         await first.close()
         await until(lambda: hb.available_name_servers == (), "the server to leave the list")
+        link = host._links[ns]
+        await until(lambda: link.backoff_ms == 200, "the backoff to grow to its cap")
         manager = r.RouteInfoManager()
         second = NameServerHost(NameServerProcessor(manager), host="127.0.0.1", port=port)
         await second.start()
