@@ -197,7 +197,7 @@ def test_the_cli_writes_every_table_as_parquet(
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
     assert result.exit_code == 0, result.output
-    assert "Worst disagreement windows" in result.output
+    assert "Worst disagreement incidents" in result.stdout
     for name, table in TABLES.items():
         rows = pq.read_table(out / name).to_pylist()
         assert sort_rows(table, rows) == sim_expected[name], name
@@ -219,10 +219,10 @@ def test_the_demo_simulates_analyzes_prints_and_draws(spark: Any, tmp_path: Path
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
     text = out.getvalue()
-    for heading in ("Broker sessions", "Expiries", "Worst disagreement windows", "timeline:"):
+    for heading in ("Broker sessions", "Expiries", "Worst disagreement incidents", "report:"):
         assert heading in text
     assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
-    assert "data:image/png;base64," in (tmp_path / "timeline.html").read_text()
+    assert 'id="tl-ns-0"' in (tmp_path / "report.html").read_text()
     expected = analyze_local(tmp_path / "journals", at=[600_000])
     for name in ("sessions", "expiries", "disagreement"):
         got = pq.read_table(tmp_path / "tables" / name).to_pylist()
