@@ -19,6 +19,7 @@ from routing.journal import JournalHeader, JournalRecord, Register, Scan
 from routing.journal._calls import Heartbeat, RegisterTopic, UnregisterMany
 from routing.pipeline import analyze_local
 from routing.pipeline._plan import WHOLE, component_count, components, nodes_of
+from routing.pipeline._report import write_report
 from routing.pipeline._scenarios import damage, play
 from routing.pipeline._schema import TABLES
 from routing.pipeline._session import (
@@ -28,7 +29,6 @@ from routing.pipeline._session import (
     log4j_config,
 )
 from routing.pipeline._summary import format_ms, format_time, render, summarize_rows
-from routing.pipeline._report import write_report
 from routing.pipeline._timeline import draw_timeline
 from routing.pipeline._topics import Contribution, canonical_json, merge_routes, sweep_topic
 
