@@ -27,6 +27,7 @@ from routing.pipeline import RejectedRecords, analyze, analyze_local, to_parquet
 from routing.pipeline._scenarios import damage, operations, play
 from routing.pipeline._schema import TABLES, sort_rows
 from routing.pipeline._spark import read_lines, rows_equal
+from routing.pipeline._summary import summarize_analysis, summarize_rows
 from routing.sim import SimConfig, simulate
 
 pytestmark = pytest.mark.spark
@@ -81,8 +82,13 @@ def test_simulator_journals_split_by_broker_group_equal_the_reference(
         spark: Any, sim_dir: Path, sim_expected: dict[str, list[dict[str, Any]]]) -> None:
     analysis = analyze(spark, [str(sim_dir)], at=AT, partition="group")
     got = analysis.collect()
+    summary = summarize_analysis(analysis)
     analysis.unpersist()
     assert not rows_equal(sim_expected, got), _diff(sim_expected, got)
+    # the summary (incidents, life availability, rejected by file) from Spark's collected
+    # rows equals the reference's
+    assert summary == summarize_rows(sim_expected)
+    assert summary.incidents and summary.rejected_by_file
     # the comparison is not vacuous: several replay partitions, every kind of row
     assert max(analysis.partitions.values()) > 1
     reasons = {r["end_reason"] for r in sim_expected["sessions"]}

@@ -2,9 +2,9 @@
 get nothing else).
 
 On a terminal: one live rich bar for the whole run — the step, done of total (Spark tasks,
-polled from Spark's status tracker, or journal bytes read by ``--local``'s reader), the rate,
-the time left and the elapsed time. Elsewhere (a file, a pipe, cron, CI): one plain line per
-step, ``[  12.3 s] step``, and nothing else.
+polled from Spark's status tracker, or journal bytes read by ``--local``'s reader), the rate
+and the time left; each step is also printed as a line with the elapsed time. Elsewhere (a
+file, a pipe, cron, CI): one plain line per step, ``[  12.3 s] step``, and nothing else.
 """
 
 from __future__ import annotations
@@ -39,15 +39,14 @@ class RunProgress:
                 Progress,
                 SpinnerColumn,
                 TextColumn,
-                TimeElapsedColumn,
                 TimeRemainingColumn,
             )
 
             self._bar = Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24),
                 TextColumn("{task.fields[done]}"), TextColumn("{task.fields[rate]}"),
-                TextColumn("left"), TimeRemainingColumn(), TextColumn("elapsed"),
-                TimeElapsedColumn(), console=self.console, transient=True)
+                TextColumn("left"), TimeRemainingColumn(), console=self.console,
+                transient=True)
             self._bar.__enter__()
             self._task = self._bar.add_task("starting", total=None, done="", rate="")
         return self
@@ -67,7 +66,9 @@ class RunProgress:
             self.console.print(f"{stamp} {text}", highlight=False, soft_wrap=True)
         else:
             self.console.print(f"[dim]{stamp}[/dim] {text}", highlight=False)
-            self._bar.update(self._task, description=text)
+            # the bar's label is short (the whole step is the line printed above it)
+            short = text if len(text) <= 24 else text[:23] + "…"
+            self._bar.update(self._task, description=short)
 
     def update(self, done: float, total: float | None, unit: str, scale: float = 1.0) -> None:
         """The bar at ``done`` of ``total`` (shown in ``unit`` after dividing by ``scale``)."""
