@@ -114,14 +114,21 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
                         "line": {"color": colour, "width": 3}},
                 hoverinfo="skip", legendgroup=reason, showlegend=False))
     minimum = max(1, (t1 - t0) // 1500)
-    shapes = [{"type": "rect", "xref": "x", "yref": "paper", "layer": "above",
-               "x0": i["start_ms"], "x1": max(i["end_ms"], i["start_ms"] + minimum),
-               "y0": 0, "y1": 1, "fillcolor": DISAGREE_COLOUR, "opacity": 0.4,
-               "line": {"width": 1, "color": DISAGREE_COLOUR},
-               "name": f"incident-{i['id']}"} for i in incidents]
     height = 70 + max(4, len(rows)) * (16 if len(rows) <= 120 else 12)
+    strip = 6 / (height - 64)  # a 6 px solid red strip above the rows
+    shapes = []
+    for i in incidents:
+        x0, x1 = i["start_ms"], max(i["end_ms"], i["start_ms"] + minimum)
+        # over the bars (translucent: it tints the green), and solid red above them
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "layer": "above",
+                       "x0": x0, "x1": x1, "y0": 0, "y1": 1, "fillcolor": DISAGREE_COLOUR,
+                       "opacity": 0.4, "line": {"width": 1, "color": DISAGREE_COLOUR},
+                       "name": f"incident-{i['id']}"})
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "layer": "above",
+                       "x0": x0, "x1": x1, "y0": 1, "y1": 1 + strip,
+                       "fillcolor": DISAGREE_COLOUR, "line": {"width": 0}})
     fig.update_layout(
-        height=height, margin={"l": 10, "r": 10, "t": 28, "b": 36}, bargap=0.3,
+        height=height, margin={"l": 10, "r": 10, "t": 34, "b": 36}, bargap=0.3,
         title={"text": f"name server <b>{html.escape(ns)}</b>", "x": 0, "font":
                {"size": 14}}, shapes=shapes, plot_bgcolor="white", hovermode="closest",
         dragmode="zoom", showlegend=False)
@@ -320,8 +327,8 @@ tr.active td {{ background: #fde0e0; }}
 <div class="facts">{facts}</div>
 <p class="legend"><span><i style="background:{LIVE_COLOUR}"></i>broker live on the name
 server (hover a bar for its session)</span><span><i style="background:{DISAGREE_COLOUR};
-opacity:0.4"></i>red bands: the name servers disagreed on some topic's route
-(an incident)</span> session ends: {legend}</p>
+opacity:0.4"></i>red bands (solid red above the rows, a red tint over them): the name
+servers disagreed on some topic's route (an incident)</span> session ends: {legend}</p>
 <p class="note">Drag to zoom, shift-drag or the wheel to pan and zoom, double-click to
 reset; the panels share the time axis. Name servers: {nav}</p>
 </header>

@@ -120,9 +120,11 @@ def draw_timeline(sessions: Sequence[Row], disagreement: Sequence[Row],
             if ends:
                 ax.scatter([e[0] for e in ends], [e[1] for e in ends], marker="|", s=70,
                            color=colour, linewidths=2, zorder=3)
-        for a, b in spans:  # over the bars, so they stay visible
+        for a, b in spans:  # over the bars, so they stay visible; solid red on top
             ax.axvspan(x(a), x(max(b, a + minimum)), color=_DISAGREE, alpha=0.5, lw=0.6,
                        ec=_DISAGREE, zorder=4)
+            ax.axvspan(x(a), x(max(b, a + minimum)), ymin=1 - 0.12 / panel_h, ymax=1,
+                       color=_DISAGREE, lw=0, zorder=5)
         ax.set_ylim(n_rows - 0.5, -0.5)
         ax.set_yticks(range(len(labels)))
         ax.set_yticklabels(labels, fontsize=7.5, family="monospace")
@@ -141,8 +143,9 @@ def draw_timeline(sessions: Sequence[Row], disagreement: Sequence[Row],
     bottom.set_xlim(x(t0), x(t1))
     bottom.grid(alpha=0.3)
     handles: list[Any] = [Patch(color=_LIVE, label="live (registered, not yet removed)"),
-                          Patch(color=_DISAGREE, alpha=0.5,
-                                label="red: name servers disagree on a route")]
+                          Patch(color=_DISAGREE,
+                                label="red: name servers disagree on a route (solid above "
+                                      "the rows, a tint over them)")]
     handles += [Line2D([], [], color=c, marker="|", lw=0, markersize=10, markeredgewidth=2,
                        label=f"end: {r.replace('_', ' ')}") for r, c in REASON_COLOURS.items()]
     fig.suptitle(title, fontsize=14, fontweight="bold")
