@@ -205,3 +205,22 @@ def test_the_summary_json_holds_every_printed_number_and_names_are_never_cut() -
     assert doc["records"] == summary.records
     assert doc["rejected"] == {"total": 0, "by_reason": {}, "by_file": []}
     assert plural(1, "name server") == "1 name server"
+
+
+def test_the_report_draws_at_most_its_budget_of_bars_and_loses_no_session() -> None:
+    from routing.pipeline._report import level_of_detail
+
+    sessions = [{"ns": ns, "broker_addr": addr, "start_ms": i * 1_000,
+                 "end_ms": i * 1_000 + 900, "end_reason": "expired", "heartbeats": 2}
+                for ns in ("ns-0", "ns-1") for addr in ("a:1", "b:1") for i in range(500)]
+    assert len(level_of_detail(sessions, 500_000, budget=5_000)) == 2_000  # under budget
+    bars = level_of_detail(sessions, 500_000, budget=50)
+    assert len(bars) <= 50
+    assert sum(b["merged"] for b in bars) == len(sessions)
+    assert sum(b["heartbeats"] for b in bars) == 2 * len(sessions)
+    for s in sessions:  # every session is inside a bar of its broker on its name server
+        assert any(b["ns"] == s["ns"] and b["broker_addr"] == s["broker_addr"]
+                   and b["start_ms"] <= s["start_ms"] and s["end_ms"] <= b["end_ms"]
+                   for b in bars)
+    # more brokers than the budget: one bar each, and it ends
+    assert len(level_of_detail(sessions, 500_000, budget=1)) == 4

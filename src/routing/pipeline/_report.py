@@ -75,6 +75,8 @@ def level_of_detail(sessions: Sequence[Row], span_ms: int,
                             heartbeats=last["heartbeats"] + r["heartbeats"])
             else:
                 out.append(dict(r))
+        if len(out) == len({(r["ns"], r["broker_addr"]) for r in out}):
+            return out  # one bar per broker and name server: nothing left to merge
         if len(out) == len(bars):
             gap *= 4
         bars = out
