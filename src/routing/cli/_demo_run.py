@@ -17,7 +17,7 @@ from rich.console import Console
 
 from ..pipeline._report import write_report
 from ..pipeline._session import default_master, spark_session
-from ..pipeline._summary import collect_rows, render, summarize_rows
+from ..pipeline._summary import collect_rows, plural, render, summarize_rows
 from ..pipeline._timeline import draw_timeline
 from ..sim import SimConfig, simulate
 from ._analyze import _stdout_console
@@ -48,8 +48,9 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
     for stale in journals.glob("ns-*.jsonl*"):
         stale.unlink()
     hours = config.duration_ms / 3_600_000
-    heading = (f"[bold]routing demo[/bold]: {config.groups} broker groups × "
-               f"{1 + config.slaves} brokers, {config.nameservers} name servers, "
+    heading = (f"[bold]routing demo[/bold]: {plural(config.groups, 'broker group')} × "
+               f"{plural(1 + config.slaves, 'broker')}, "
+               f"{plural(config.nameservers, 'name server')}, "
                f"{hours:g} simulated hours, faults: {config.faults}")
     if console.is_terminal:
         console.rule(heading)
@@ -85,12 +86,14 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
             say("drawing the report")
             png = draw_timeline(rows["sessions"], rows["disagreement"], rows["name_servers"],
                                 out_dir / "timeline.png",
-                                title=f"Broker liveness per name server — {config.groups} "
-                                      f"groups, {config.nameservers} name servers, {hours:g} h,"
-                                      f" seed {config.seed}")
+                                title=f"Broker liveness per name server — "
+                                      f"{plural(config.groups, 'group')}, "
+                                      f"{plural(config.nameservers, 'name server')}, "
+                                      f"{hours:g} h, seed {config.seed}")
             write_report(rows, summary, page,
-                         title=f"routing demo: {config.groups} broker groups, "
-                               f"{config.nameservers} name servers, {hours:g} simulated hours")
+                         title=f"routing demo: {plural(config.groups, 'broker group')}, "
+                               f"{plural(config.nameservers, 'name server')}, {hours:g} "
+                               f"simulated hours")
         render(summary, console, title=f"routing demo on {master}")
         console.print(f"analyzed in {time.monotonic() - started:.1f} s "
                       f"({lines / max(1e-9, time.monotonic() - started):,.0f} lines/s)")
