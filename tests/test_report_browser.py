@@ -25,6 +25,7 @@ from routing.pipeline._timeline import broker_rows
 from routing.sim import SimConfig, simulate
 
 CHROMIUM = os.environ.get("ROUTING_CHROMIUM", "/usr/bin/chromium")
+ADDR_NS = "10.0.0.9:9876"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -62,7 +63,11 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, An
     config = SimConfig(groups=5, slaves=1, nameservers=3, duration_ms=3_600_000, seed=7,
                        faults="heavy")
     result = simulate(config)
-    rows = analyze_local({ns: text.splitlines() for ns, text in result.journal_texts.items()})
+    # one name server named as `routing serve` names them (dots and a colon in the page's
+    # element ids)
+    rows = analyze_local({ns: text.replace('"ns-0"', f'"{ADDR_NS}"').splitlines()
+                          for ns, text in result.journal_texts.items()})
+    assert ADDR_NS in {r["ns"] for r in rows["name_servers"]}
     summary = summarize_rows(rows)
     assert summary.incidents and any(s["end_reason"] == "expired" for s in rows["sessions"])
     return write_report(rows, summary, folder / "report.html"), rows, summary
@@ -78,14 +83,14 @@ def test_the_report_works_in_a_real_browser(browser: Any, report: tuple[Path, An
     page.goto(path.as_uri())
     servers = sorted({r["ns"] for r in rows["name_servers"]})
     for ns in servers:
-        page.wait_for_selector(f"#tl-{ns} .main-svg")
+        page.wait_for_selector(f'[id="tl-{ns}"] .main-svg')
     assert errors == []
 
     # every broker row, labelled with group, id and address, on every name server
     expected = [label for _addr, label in broker_rows(rows["sessions"])]
     assert all(":" in label for label in expected)  # an address is in each label
     for ns in servers:
-        shown = page.eval_on_selector_all(f"#tl-{ns} .ytick text",
+        shown = page.eval_on_selector_all(f'[id="tl-{ns}"] .ytick text',
                                           "ts => ts.map(t => t.textContent)")
         assert shown == expected, ns
 
@@ -100,8 +105,8 @@ def test_the_report_works_in_a_real_browser(browser: Any, report: tuple[Path, An
              return [r.left + L._size.l + L.xaxis.l2p(x), r.top + L._size.t + L.yaxis.l2p(y)]; }""",
         [f"tl-{servers[0]}", middle, row])
     page.mouse.move(x, y)
-    page.wait_for_selector(f"#tl-{servers[0]} .hovertext")
-    hover = page.text_content(f"#tl-{servers[0]} .hovertext") or ""
+    page.wait_for_selector(f'[id="tl-{servers[0]}"] .hovertext')
+    hover = page.text_content(f'[id="tl-{servers[0]}"] .hovertext') or ""
     assert "end reason expired" in hover and session["broker_addr"] in hover
 
     # an incident in the table takes every timeline to its place
@@ -117,6 +122,7 @@ def test_the_report_works_in_a_real_browser(browser: Any, report: tuple[Path, An
         assert lo <= incident["start_ms"] and incident["end_ms"] <= hi, ns
         assert hi - lo < 0.5 * 3_600_000  # zoomed in, not the whole hour
     target = (incident["name_servers"] or servers)[0]
+    assert target == ADDR_NS  # the link followed is the id with dots and a colon
     assert page.evaluate("location.hash") == f"#tl-{target}"
     top, height = page.evaluate(f"""[document.getElementById('tl-{target}')
         .getBoundingClientRect().top, window.innerHeight]""")

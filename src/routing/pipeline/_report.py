@@ -150,8 +150,7 @@ def _time_axis(fig: Any, t0: int, t1: int) -> None:
                             "font": {"size": 11}})
 
 
-def _count_figure(disagreement: Sequence[Row], incidents: Sequence[Row], t0: int,
-                  t1: int) -> Any:
+def _count_figure(disagreement: Sequence[Row], t0: int, t1: int) -> Any:
     import plotly.graph_objects as go
 
     edges = Counter[int]()
@@ -225,7 +224,7 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
     incidents = summary.incidents
     config = {"displaylogo": False, "scrollZoom": True, "responsive": True,
               "modeBarButtonsToRemove": ["select2d", "lasso2d", "toImage"]}
-    figures = [("disagreement-count", _count_figure(tables["disagreement"], incidents, t0, t1))]
+    figures = [("disagreement-count", _count_figure(tables["disagreement"], t0, t1))]
     figures += [(f"tl-{ns}", _timeline_figure(ns, bars, rows, incidents, t0, t1))
                 for ns in servers]
     plots = "\n".join(
@@ -363,7 +362,7 @@ reset; the panels share the time axis. Name servers: {nav}</p>
     syncing = true;
     Promise.all(plots.map(q => Plotly.relayout(q, {{'xaxis.range': range}})))
       .finally(() => {{ syncing = false; }});
-    const target = document.querySelector(a.getAttribute('href'));
+    const target = document.getElementById(a.getAttribute('href').slice(1));
     if (target) target.scrollIntoView({{block: 'start'}});
     history.replaceState(null, '', a.getAttribute('href'));
     document.body.dataset.incident = a.dataset.incident;
