@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -181,7 +182,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, cls: str = 
            total: int | None = None, what: str = "rows") -> str:
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    # short cells never break; longer ones wrap at their spaces (addresses stay whole)
+    body = "".join("<tr>" + "".join(
+        f'<td class="{"n" if len(re.sub("<[^>]*>", "", c)) <= 12 else "t"}">{c}</td>'
+        for c in r) + "</tr>" for r in rows)
     note = (f'<p class="note">{len(rows)} of {total:,} {e(what)} shown.</p>'
             if total is not None and total > len(rows) else "")
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody>' \
@@ -254,12 +258,13 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
         f'#{i["id"]}</a>',
         e(format_time(i["start_ms"], millis=False)),
         e(format_ms(i["duration_ms"])) + (" (open)" if i["open_at_end"] else ""),
+        f"{i['topics']:,}",
         "<br>".join(e(c) for c in i["causes"][:2])
         + (f" (+{len(i['causes']) - 2} more)" if len(i["causes"]) > 2 else ""),
         e(", ".join(i["name_servers"])),
-        e("; ".join(i["brokers"][:3]) + (f" +{len(i['brokers']) - 3}"
-                                         if len(i["brokers"]) > 3 else "")),
-        f"{i['topics']:,}"] for i in worst]
+        "<br>".join(e(b) for b in i["brokers"][:3]) + (f"<br>+{len(i['brokers']) - 3} more"
+                                                       if len(i["brokers"]) > 3 else "")]
+                for i in worst]
     life = availability_over_life(tables["route_changes"], sessions, tables["name_servers"])
     ranked = rank_availability(life, TABLE_ROWS)
     av_rows = [[e(r["topic"]), e(r["ns"]), f"{100 * r['share']:.3f} %", str(r["outages"]),
@@ -280,7 +285,7 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
 <p class="note">{plural(len(incidents), 'incident')}: disagreement windows of all topics
 merged when less than {e(format_ms(summary.incident_gap_ms))} apart; {e(format_ms(wall))} of
 wall time in all. Longest first; click one to see it on the timelines.</p>
-{_table(["#", "from", "length", "cause", "name servers", "brokers", "topics"], inc_rows,
+{_table(["#", "from", "length", "topics", "cause", "name servers", "brokers"], inc_rows,
         cls="incidents", total=len(incidents), what="incidents")}
 <h2>Lowest availability</h2>
 <p class="note">Share of each topic's life with a writable queue on that name server (a topic
@@ -317,6 +322,7 @@ main {{ display: grid; grid-template-columns: minmax(0, 3fr) minmax(22em, 2fr); 
 table {{ border-collapse: collapse; width: 100%; }}
 th, td {{ padding: 0.15em 0.5em; text-align: left; border-bottom: 1px solid #eee;
           vertical-align: top; }}
+td.n {{ white-space: nowrap; }}
 th {{ background: #fafafa; position: sticky; top: 0; }}
 .note {{ color: #555; font-size: 0.9em; margin: 0.2em 0; }}
 .panel {{ margin: 0.4em 0; }}

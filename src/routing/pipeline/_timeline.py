@@ -149,7 +149,7 @@ def draw_timeline(sessions: Sequence[Row], disagreement: Sequence[Row],
     handles += [Line2D([], [], color=c, marker="|", lw=0, markersize=10, markeredgewidth=2,
                        label=f"end: {r.replace('_', ' ')}") for r, c in REASON_COLOURS.items()]
     fig.suptitle(title, fontsize=14, fontweight="bold")
-    fig.legend(handles=handles, loc="outside lower center", ncol=7, frameon=False,
+    fig.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False,
                fontsize=9)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
