@@ -9,6 +9,7 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -129,5 +130,44 @@ def test_the_report_works_in_a_real_browser(browser: Any, report: tuple[Path, An
     assert -1 <= top < height / 2  # scrolled to it: its timeline is in view
     assert page.locator("tr.active a.incident-link").get_attribute("data-incident") == str(
         incident["id"])
+    assert errors == []
+    page.close()
+
+
+def test_a_300_broker_page_keeps_every_row_labelled(browser: Any, tmp_path: Path) -> None:
+    servers = ["ns-0", "ns-1", "ns-2"]
+    sessions = [{"ns": ns, "cluster": "c", "broker_name": f"broker-{g:03d}", "broker_id": b,
+                 "broker_addr": f"10.1.{g}.{b + 1}:10911", "start_ms": 0,
+                 "end_ms": 3_600_000 if (g + b) % 7 else 1_800_000,
+                 "end_reason": "open" if (g + b) % 7 else "expired",
+                 "duration_ms": 0, "heartbeats": 120, "last_heartbeat_ms": 0,
+                 "largest_gap_ms": 30_000}
+                for ns in servers for g in range(150) for b in range(2)]
+    rows: dict[str, Any] = {
+        "name_servers": [{"ns": ns, "first_ms": 0, "last_ms": 3_600_000, "records": 1,
+                          "restarts": 0, "gaps": 0, "rejected": 0} for ns in servers],
+        "sessions": sessions, "expiries": [], "route_changes": [], "rejected": [],
+        "disagreement": [{"topic": "T", "start_ms": 1_800_000, "end_ms": 1_805_000,
+                          "out_of_step": ["ns-1"], "open_at_end": False, "variants": 2,
+                          "duration_ms": 5_000}]}
+    path = write_report(rows, summarize_rows(rows), tmp_path / "report.html")
+    assert path.stat().st_size < 10_000_000
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    expected = [label for _addr, label in broker_rows(sessions)]
+    assert len(expected) == 300
+    for ns in servers:
+        page.wait_for_selector(f'[id="tl-{ns}"] .main-svg')
+        shown = page.eval_on_selector_all(f'[id="tl-{ns}"] .ytick text',
+                                          "ts => ts.map(t => t.textContent)")
+        assert shown == expected, ns
+        # the labels do not overlap: each row's label sits below the previous one
+        tops = page.eval_on_selector_all(
+            f'[id="tl-{ns}"] .ytick text', "ts => ts.map(t => t.getBoundingClientRect())"
+            ".map(r => [r.top, r.bottom])")
+        assert all(b[0] >= a[1] - 0.5 for a, b in itertools.pairwise(tops))
     assert errors == []
     page.close()
