@@ -55,6 +55,8 @@ class Summary:
     rejected_total: int
     rejected_by_file: tuple[Row, ...] = ()
     routes_at: tuple[Row, ...] = ()
+    #: every (topic, name server) of `availability_over_life` (the JSON has them all)
+    availability_life: tuple[Row, ...] = ()
 
     @property
     def records(self) -> int:
@@ -124,6 +126,7 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
         rejected_by_file=tuple(sorted(groups, key=lambda g: (-int(g["lines"]), g["source"],
                                                              g["reason"]))),
         routes_at=_routes_at(tables.get("routes_at", ())),
+        availability_life=tuple(life),
     )
 
 
@@ -264,6 +267,7 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "worst_incidents": [i["id"] for i in summary.worst_incidents],
         "lowest_availability": [dict(r) for r in summary.lowest_availability],
         "topics_deleted_on_purpose": summary.deleted_topics,
+        "availability_over_life": [dict(r) for r in summary.availability_life],
         "routes_at": [dict(r) for r in summary.routes_at],
         "rejected": {"total": summary.rejected_total,
                      "by_reason": dict(summary.rejected_by_reason),
