@@ -185,6 +185,11 @@ def test_the_timeline_picture_and_page(tables: dict[str, list[dict[str, Any]]],
     page = write_report(tables, summarize_rows(tables), tmp_path / "t.html").read_text()
     assert "<h2>Incidents</h2>" in page and 'id="tl-ns-0"' in page
     assert "https://" not in page.split("<script>")[0]  # nothing fetched: plotly.js inline
+    # rejected lines by reason and file, expiries per broker
+    assert "<h2>Rejected lines</h2>" in page and "None: every line was used" not in page
+    assert all(f">{r['source']}<" in page for r in tables["rejected"])
+    assert all(f"{r['broker_name']} #{r['broker_id']} {r['broker_addr']}" in page
+               for r in tables["expiries"])
 
 
 def test_formats() -> None:
