@@ -89,3 +89,30 @@ def test_local_run_keeps_progress_on_stderr_and_the_summary_whole_on_stdout(
     assert (out / "report.html").stat().st_size > 1_000_000  # plotly.js is inside
     assert (out / "timeline.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "sessions").is_dir()
+
+
+def test_the_local_reader_moves_a_live_bar_by_the_bytes_it_read(journals: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from routing.cli._progress import RunProgress, counted_sources
+
+    check = check_inputs([journals])
+    screen = io.StringIO()
+    with RunProgress(Console(file=screen, force_terminal=True, width=120)) as progress:
+        assert progress.live
+        sources = counted_sources(check.journals, check.total_bytes, progress)
+        assert sources is not None
+        lines = {name: list(text) for name, text in sources.items()}
+        task = progress._bar.tasks[0]
+        assert (task.completed, task.total) == (check.total_bytes, check.total_bytes)
+        assert task.fields["done"].endswith(" MB")
+    for f in check.journals:  # the lines are the files' own
+        assert lines[f.path] == Path(f.path).read_text().splitlines()
+    quiet = io.StringIO()
+    with RunProgress(Console(file=quiet, width=120)) as progress:  # not a terminal
+        assert not progress.live
+        progress.step("replaying")
+        progress.update(5, 10, "MB")
+    assert quiet.getvalue() == "[    0.0 s] replaying\n"
