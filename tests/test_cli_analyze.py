@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def test_local_run_keeps_progress_on_stderr_and_the_summary_whole_on_stdout(
         str(journals), "--out", str(out), "--local", "--report", "--summary-json",
         str(summary), "--incident-gap", "0"])
     assert result.exit_code == 0, result.output
-    assert "[    0.0 s] reading 2 journal files" in result.stderr
+    assert re.search(r"^\[ +\d+\.\d s\] reading 2 journal files", result.stderr, re.M)
     assert "skipped" in result.stderr and "notes.txt" in result.stderr
     assert "[" not in result.stdout.split("\n")[0] and " s] " not in result.stdout
     assert "2 name servers" in result.stdout and "…" not in result.stdout
@@ -115,4 +116,4 @@ def test_the_local_reader_moves_a_live_bar_by_the_bytes_it_read(journals: Path) 
         assert not progress.live
         progress.step("replaying")
         progress.update(5, 10, "MB")
-    assert quiet.getvalue() == "[    0.0 s] replaying\n"
+    assert re.fullmatch(r"\[ +\d+\.\d s\] replaying\n", quiet.getvalue())
