@@ -366,12 +366,15 @@ reset; the panels share the time axis. Name servers: {nav}</p>
     document.querySelectorAll('tr.active').forEach(r => r.classList.remove('active'));
     a.closest('tr').classList.add('active');
     syncing = true;
+    delete document.body.dataset.incident;
     Promise.all(plots.map(q => Plotly.relayout(q, {{'xaxis.range': range}})))
-      .finally(() => {{ syncing = false; }});
+      .finally(() => {{
+        syncing = false;
+        document.body.dataset.incident = a.dataset.incident;  // shown: tests wait for it
+      }});
     const target = document.getElementById(a.getAttribute('href').slice(1));
     if (target) target.scrollIntoView({{block: 'start'}});
     history.replaceState(null, '', a.getAttribute('href'));
-    document.body.dataset.incident = a.dataset.incident;
   }}));
 }})();
 </script>
