@@ -62,7 +62,9 @@ from ._codes import (
     ResponseCode,
     SerializeType,
 )
-from ._processor import KVStore, NameServerProcessor, Notification, Outcome
+from ._config import ConfigError, NamesrvConfig, load_properties_file, parse_properties
+from ._kv import KVConfigError, KVStore
+from ._processor import NameServerProcessor, Notification, Outcome
 from ._server import Channel, NameServerHost, run_server, serve
 
 __all__ = [
@@ -78,11 +80,14 @@ __all__ = [
     "ZONE_NAME",
     "BrokerHost",
     "Channel",
+    "ConfigError",
     "FrameDecoder",
+    "KVConfigError",
     "KVStore",
     "LanguageCode",
     "NameServerHost",
     "NameServerProcessor",
+    "NamesrvConfig",
     "Notification",
     "Outcome",
     "ProtocolError",
@@ -108,7 +113,9 @@ __all__ = [
     "encode_kv_table",
     "encode_route",
     "encode_topic_list",
+    "load_properties_file",
     "loads",
+    "parse_properties",
     "run_broker",
     "run_server",
     "serve",

@@ -28,9 +28,11 @@ import attrs
 from .._clock import SystemClock
 from .._errors import RoutingError
 from .._manager import RouteInfoManager
-from .._messages import RoutingConfig
+from .._messages import RouteChange, RoutingConfig
 from ._codec import FrameDecoder, ProtocolError, encode
 from ._codes import MAX_FRAME_BYTES
+from ._config import NamesrvConfig
+from ._kv import KVStore
 from ._processor import NameServerProcessor, Notification, Outcome, RouteManager
 
 __all__ = ["Channel", "NameServerHost", "run_server", "serve"]
@@ -196,6 +198,8 @@ class NameServerHost:
                     _log(logging.INFO, "broker_removed", reason="channel_closed",
                          cluster=gone.cluster, broker_name=gone.broker_name,
                          broker_addr=gone.broker_addr, channel=channel)
+                for note in outcome.notifications:
+                    self._notify(note)
             _log(logging.DEBUG, "connection_closed", channel=channel, reason=reason)
             if task is not None:
                 self._handlers.discard(task)
@@ -228,8 +232,12 @@ class NameServerHost:
     # ------------------------------------------------------------------ timers, notifications
 
     async def _scan_loop(self) -> None:
+        configured = self.processor.manager.config.scan_interval_ms
         while True:
             await asyncio.sleep(self.scan_interval_ms / 1000)
+            now_configured = self.processor.manager.config.scan_interval_ms
+            if now_configured != configured:  # UPDATE_NAMESRV_CONFIG changed it
+                configured = self.scan_interval_ms = now_configured
             try:
                 outcome = self.processor.scan()
             except Exception:  # keep scanning; the error is the manager's to report
@@ -311,22 +319,42 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 install_signal_handlers: bool = True,
                 nameserver_id: str | None = None,
                 on_listening: Callable[[tuple[str, int]], object] | None = None,
+                settings: NamesrvConfig | None = None,
+                kv_config: str | Path | None = None,
                 ) -> tuple[str, int]:
     """Run a name server until SIGINT/SIGTERM (or ``stop_event``), then shut down cleanly.
 
     ``manager`` defaults to a new `RouteInfoManager` on a `SystemClock` with ``config``
-    (default `RoutingConfig()`; its ``wait_for_service_ms`` is the readiness wait).
-    ``scan_interval_ms`` defaults to ``config.scan_interval_ms`` (5 000 ms, Java).
+    (default `RoutingConfig()`; its ``wait_for_service_ms`` is the readiness wait), or
+    ``settings.routing`` when ``settings`` (every setting by its Java name, e.g. from
+    `load_properties_file`) is given. ``scan_interval_ms`` defaults to
+    ``config.scan_interval_ms`` (5 000 ms, Java). ``kv_config`` is the KV file, loaded at
+    start and written on every change (`KVStore.open`); default in memory.
     ``ready_event`` (an asyncio or threading Event) is set once listening, and
     ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
     ``journal_dir``, every write call is journaled (``routing.journal``) under
     ``nameserver_id`` (default ``host:port``). Returns the address it listened on.
     """
+    if settings is not None:
+        if config is not None and config != settings.routing:
+            raise ValueError("pass either settings or config, not both")
+        config = settings.routing
+    processor: NameServerProcessor | None = None
+
+    def forward(event: RouteChange) -> None:
+        if processor is not None:
+            processor.on_route_change(event)
+
     if manager is None:
-        manager = RouteInfoManager(clock=SystemClock(), config=config or RoutingConfig())
+        manager = RouteInfoManager(clock=SystemClock(), config=config or RoutingConfig(),
+                                   listener=forward)
     elif config is not None and config != manager.config:
         raise ValueError("pass either manager or config, not a config that differs from "
                          "manager.config")
+    kv = KVStore.open(kv_config) if kv_config is not None else KVStore()
+    if kv_config is not None:
+        _log(logging.INFO, "kv_config_loaded", path=kv_config,
+             namespaces=len(kv.snapshot()))
     interval = scan_interval_ms if scan_interval_ms is not None else manager.config.scan_interval_ms
     routes: RouteManager = manager
     journal: IO[str] | None = None
@@ -334,8 +362,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
         routes, journal, path = _open_journal(journal_dir, manager,
                                               nameserver_id or f"{host}:{port}")
         _log(logging.INFO, "journal_opened", path=path)
-    host_ = NameServerHost(NameServerProcessor(routes), host=host, port=port,
-                           scan_interval_ms=interval)
+    processor = NameServerProcessor(routes, kv=kv, settings=settings)
+    host_ = NameServerHost(processor, host=host, port=port, scan_interval_ms=interval)
     stop = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
@@ -360,6 +388,9 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
             loop.remove_signal_handler(sig)
         if journal is not None:
             journal.close()
+        if kv.path is not None:
+            kv.flush()
+            _log(logging.INFO, "kv_config_written", path=kv.path, writes=kv.writes)
     return address
 
 
