@@ -1,7 +1,8 @@
 """`NameServerProcessor`: remoting requests in, responses and effects out, no I/O.
 
 Java counterparts: ``DefaultRequestProcessor`` and ``ClientRequestProcessor`` (namesrv
-``processor``), ``KVConfigManager`` (in memory only here) and ``ZoneRouteRPCHook``. The
+``processor``), ``KVConfigManager`` (`KVStore`, optionally on disk), ``Configuration``
+(`NamesrvConfig`, requests 318/319) and ``ZoneRouteRPCHook``. The
 processor maps each request code onto a `routing.RouteInfoManager` call and answers with
 Java's response codes and remarks. It never touches a socket: `Outcome` tells the host
 what to write, which channels to close and which oneway notifications to send.

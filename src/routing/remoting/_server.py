@@ -29,8 +29,8 @@ from .._clock import SystemClock
 from .._errors import RoutingError
 from .._manager import RouteInfoManager
 from .._messages import RouteChange, RoutingConfig
-from ._codec import FrameDecoder, ProtocolError, encode
-from ._codes import MAX_FRAME_BYTES
+from ._codec import FrameDecoder, ProtocolError, RemotingCommand, encode
+from ._codes import MAX_FRAME_BYTES, RequestCode
 from ._config import NamesrvConfig
 from ._kv import KVStore
 from ._processor import NameServerProcessor, Notification, Outcome, RouteManager
@@ -40,6 +40,7 @@ __all__ = ["Channel", "NameServerHost", "run_server", "serve"]
 log = logging.getLogger("routing.remoting")
 
 _NOTIFY_TIMEOUT_S = 3.0
+_KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG})
 _MAX_PENDING_NOTIFICATIONS = 1_024
 
 
@@ -180,7 +181,7 @@ class NameServerHost:
                 except ProtocolError as exc:
                     commands, error = list(exc.commands), exc
                 for command in commands:
-                    await self._apply(self.processor.process(command, channel), conn)
+                    await self._apply(await self._process(command, channel), conn)
                 if error is not None:
                     reason = "protocol_error"
                     _log(logging.WARNING, "protocol_error", channel=channel, error=error)
@@ -203,6 +204,14 @@ class NameServerHost:
             _log(logging.DEBUG, "connection_closed", channel=channel, reason=reason)
             if task is not None:
                 self._handlers.discard(task)
+
+    async def _process(self, command: RemotingCommand, channel: Channel) -> Outcome:
+        """Process one command; a KV change with a file goes to a worker thread so that
+        its fsync does not stall the loop and changes from many connections share one
+        write (`KVStore`). A connection's commands still run one after another."""
+        if command.code in _KV_WRITES and self.processor.kv.path is not None:
+            return await asyncio.to_thread(self.processor.process, command, channel)
+        return self.processor.process(command, channel)
 
     async def _apply(self, outcome: Outcome, conn: _Connection | None) -> None:
         if outcome.error is not None:
