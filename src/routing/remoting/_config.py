@@ -88,8 +88,10 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("clusterTest", "bool", False, "Java only"),
     ConfigKey("clientRequestThreadPoolNums", "int", False, "Java only"),
     ConfigKey("defaultThreadPoolNums", "int", False, "Java only"),
-    ConfigKey("clientRequestThreadPoolQueueCapacity", "int", False, "Java only"),
-    ConfigKey("defaultThreadPoolQueueCapacity", "int", False, "Java only"),
+    ConfigKey("clientRequestThreadPoolQueueCapacity", "int", False,
+              "route-read queue; SYSTEM_BUSY past it", 1),
+    ConfigKey("defaultThreadPoolQueueCapacity", "int", False,
+              "queue of other requests; SYSTEM_BUSY past it", 1),
     ConfigKey("unRegisterBrokerQueueCapacity", "int", False, "Java only"),
     ConfigKey("enableControllerInNamesrv", "bool", False, "Java only"),
     ConfigKey("bindAddress", "str", False, "Java only (use --listen)"),
@@ -99,7 +101,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("serverSelectorThreads", "int", False, "Java only"),
     ConfigKey("serverOnewaySemaphoreValue", "int", False, "Java only"),
     ConfigKey("serverAsyncSemaphoreValue", "int", False, "Java only"),
-    ConfigKey("serverChannelMaxIdleTimeSeconds", "int", False, "Java only"),
+    ConfigKey("serverChannelMaxIdleTimeSeconds", "int", False,
+              "close connections silent this long, s (0: never)"),
     ConfigKey("serverSocketSndBufSize", "int", False, "Java only"),
     ConfigKey("serverSocketRcvBufSize", "int", False, "Java only"),
     ConfigKey("writeBufferHighWaterMark", "int", False, "Java only"),
@@ -386,11 +389,10 @@ def load_properties_file(path: str | Path, base: NamesrvConfig | None = None
 def help_text() -> str:
     """The keys for ``routing serve --help``: live ones first."""
     live = [k for k in KEYS if k.live]
-    width = max(len(k.name) for k in live)
+    start = [k for k in KEYS if not k.live and not k.help.startswith("Java only")]
+    width = max(len(k.name) for k in live + start)
     rows = [f"  {k.name:<{width}}  {k.kind:<4}  {k.help}" for k in live]
-    start = [k for k in KEYS if not k.live and k.help != "Java only"
-             and not k.help.startswith("Java only (")]
-    rows += ["Read at start (318 may not change them):"]
+    rows += ["Read at start (318 changes of the last three show at the next start):"]
     rows += [f"  {k.name:<{width}}  {k.kind:<4}  {k.help}" for k in start]
     java = ", ".join(k.name for k in KEYS if not k.live and k not in start)
     return ("Keys that take effect at once (Java names; 318 changes them at run time):\n"

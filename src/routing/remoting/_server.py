@@ -29,8 +29,9 @@ from .._clock import SystemClock
 from .._errors import RoutingError
 from .._manager import RouteInfoManager
 from .._messages import RouteChange, RoutingConfig
+from ._admission import BUSY_REMARK, CLIENT, DEFAULT, BrokerLog, ClassQueue, Job, request_class
 from ._codec import FrameDecoder, ProtocolError, RemotingCommand, encode
-from ._codes import MAX_FRAME_BYTES, RequestCode
+from ._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
 from ._config import NamesrvConfig
 from ._kv import KVStore
 from ._processor import NameServerProcessor, Notification, Outcome, RouteManager
@@ -41,6 +42,8 @@ log = logging.getLogger("routing.remoting")
 
 _NOTIFY_TIMEOUT_S = 3.0
 _KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG})
+_BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
+                           RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
 
 
@@ -66,10 +69,13 @@ class Channel:
 
 
 class _Connection:
-    __slots__ = ("channel", "last_read_s", "writer")
+    __slots__ = ("channel", "eof", "finished", "last_read_s", "pending", "writer")
 
     def __init__(self, channel: Channel, writer: asyncio.StreamWriter, now_s: float) -> None:
         self.channel, self.writer, self.last_read_s = channel, writer, now_s
+        self.pending = 0        # admitted requests not answered yet
+        self.eof = False        # nothing more will be read
+        self.finished = False   # channel_closed done
 
 
 class NameServerHost:
@@ -78,16 +84,31 @@ class NameServerHost:
     ``port=0`` picks a free port; `start` returns the bound ``(host, port)``. Sizes are in
     bytes, times in ms. A connection that sent nothing for ``idle_timeout_ms`` is closed
     (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s; None disables), checked at each
-    scan. Use ``async with`` or `start`/`close`.
+    scan. Requests wait in one bounded queue per class (`routing.remoting._admission`):
+    route reads (``client_queue_capacity``, Java's 50 000) and the rest
+    (``default_queue_capacity``, Java's 10 000), each also bounded by ``queue_bytes``;
+    past either bound a request is answered SYSTEM_BUSY. `close` is graceful: requests
+    already read are answered before the connections close (up to ``grace_ms``).
+    Use ``async with`` or `start`/`close`.
     """
 
     def __init__(self, processor: NameServerProcessor, *, host: str = "127.0.0.1",
                  port: int = 9876, scan_interval_ms: int = 5_000,
                  max_frame_bytes: int = MAX_FRAME_BYTES, read_chunk_bytes: int = 64 * 1024,
                  write_buffer_bytes: int = 4 * 1024 * 1024,
-                 idle_timeout_ms: int | None = 120_000) -> None:
+                 idle_timeout_ms: int | None = 120_000,
+                 client_queue_capacity: int = 50_000, default_queue_capacity: int = 10_000,
+                 queue_bytes: int = 64 * 1024 * 1024, grace_ms: int = 10_000) -> None:
         if scan_interval_ms <= 0:
             raise ValueError(f"scan_interval_ms must be > 0, got {scan_interval_ms}")
+        self.queues = {CLIENT: ClassQueue(CLIENT, capacity=client_queue_capacity,
+                                          max_bytes=queue_bytes),
+                       DEFAULT: ClassQueue(DEFAULT, capacity=default_queue_capacity,
+                                           max_bytes=queue_bytes)}
+        self.grace_ms = grace_ms
+        self._workers: list[asyncio.Task[None]] = []
+        self._brokers = BrokerLog()
+        self._busy_logged = 0
         self.processor = processor
         self.host, self.port = host, port
         self.scan_interval_ms = scan_interval_ms
@@ -126,12 +147,15 @@ class NameServerHost:
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
         self._scanner = asyncio.create_task(self._scan_loop(), name="routing-scan")
+        self._workers = [asyncio.create_task(self._worker(q), name=f"routing-{name}")
+                         for name, q in self.queues.items()]
         _log(logging.INFO, "listening", host=self.host, port=self.port,
              scan_interval_ms=self.scan_interval_ms)
         return self.address
 
     async def close(self) -> None:
-        """Stop accepting, stop the timer, close every connection and wait for them.
+        """Stop accepting and reading, answer every request already read (up to
+        ``grace_ms``), then close every connection and wait for them.
 
         Shutdown does not unregister the brokers of the closed connections: the state is
         the process's own and ends with it.
@@ -143,15 +167,32 @@ class NameServerHost:
             self._scanner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._scanner
+        for task in list(self._handlers):  # stop reading; what was read stays queued
+            task.cancel()
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=self.grace_ms / 1000)
+        in_flight = sum(len(q) + q.busy for q in self.queues.values())
+        try:
+            async with asyncio.timeout(self.grace_ms / 1000):
+                for queue in self.queues.values():
+                    await queue.wait_idle()
+        except TimeoutError:
+            _log(logging.WARNING, "shutdown_grace_exceeded", grace_ms=self.grace_ms,
+                 unanswered=sum(len(q) for q in self.queues.values()))
+        for task in self._workers:
+            task.cancel()
         for conn in list(self._connections.values()):
             conn.writer.close()
-        if self._handlers:
-            await asyncio.wait(set(self._handlers), timeout=5.0)
-        for task in list(self._handlers) + list(self._notifications):
+        for conn in list(self._connections.values()):
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(self.grace_ms / 1000):
+                    await conn.writer.wait_closed()
+        self._connections.clear()
+        for task in list(self._notifications):
             task.cancel()
         if self._server is not None:
             await self._server.wait_closed()
-        _log(logging.INFO, "stopped", host=self.host, port=self.port)
+        _log(logging.INFO, "stopped", host=self.host, port=self.port, answered_at_stop=in_flight)
 
     # ------------------------------------------------------------------ connections
 
@@ -171,6 +212,7 @@ class NameServerHost:
         reason = "eof"
         try:
             while not self._closing:
+                await writer.drain()  # backpressure: stop reading until the peer reads
                 data = await reader.read(self.read_chunk_bytes)
                 if not data:
                     break
@@ -181,39 +223,89 @@ class NameServerHost:
                 except ProtocolError as exc:
                     commands, error = list(exc.commands), exc
                 for command in commands:
-                    await self._apply(await self._process(command, channel), conn)
+                    self._admit(command, conn)
                 if error is not None:
                     reason = "protocol_error"
                     _log(logging.WARNING, "protocol_error", channel=channel, error=error)
                     break
         except (ConnectionError, OSError) as exc:
             reason = type(exc).__name__
+        except asyncio.CancelledError:
+            reason = "shutdown"
         finally:
-            self._connections.pop(channel, None)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-            if not self._closing:
-                outcome = self.processor.channel_closed(channel)
-                for gone in outcome.removed:
-                    _log(logging.INFO, "broker_removed", reason="channel_closed",
-                         cluster=gone.cluster, broker_name=gone.broker_name,
-                         broker_addr=gone.broker_addr, channel=channel)
-                for note in outcome.notifications:
-                    self._notify(note)
+            conn.eof = True
             _log(logging.DEBUG, "connection_closed", channel=channel, reason=reason)
             if task is not None:
                 self._handlers.discard(task)
+            if not self._closing:
+                self._finish(conn)
+
+    def _admit(self, command: RemotingCommand, conn: _Connection) -> None:
+        """Queue ``command`` in its class's queue, or answer SYSTEM_BUSY if it is full."""
+        if command.is_response:
+            return  # the processor ignores incoming responses
+        queue = self.queues[request_class(command)]
+        if queue.offer(Job(conn, command)):
+            conn.pending += 1
+            return
+        if not command.is_oneway:
+            conn.writer.write(encode(command.make_response(ResponseCode.SYSTEM_BUSY,
+                                                           BUSY_REMARK)))
+        _log(logging.DEBUG, "request_rejected", channel=conn.channel, code=command.code,
+             queue=queue.name, reason="system_busy")
+
+    def _finish(self, conn: _Connection) -> None:
+        """Once a connection has ended and all it sent is answered: close it and remove
+        its brokers (after their queued requests, so none re-registers a dead channel)."""
+        if not conn.eof or conn.pending or conn.finished:
+            return
+        conn.finished = True
+        self._connections.pop(conn.channel, None)
+        conn.writer.close()
+        outcome = self.processor.channel_closed(conn.channel)
+        for gone in outcome.removed:
+            self._brokers.removed(gone.cluster, gone.broker_addr)
+            _log(logging.INFO, "broker_removed", reason="channel_closed",
+                 cluster=gone.cluster, broker_name=gone.broker_name,
+                 broker_addr=gone.broker_addr, channel=conn.channel)
+        for note in outcome.notifications:
+            self._notify(note)
+
+    async def _worker(self, queue: ClassQueue) -> None:
+        """Serve one class's queue: one request at a time (a run of KV writes together, so
+        they share a file write), then yield so the other class gets its turn."""
+        while True:
+            job = await queue.take()
+            try:
+                batch = [job]
+                if job.command.code in _KV_WRITES and self.processor.kv.path is not None:
+                    batch += queue.take_while(_KV_WRITES)
+                if len(batch) == 1:
+                    outcomes = [await self._process(job.command, job.conn.channel)]
+                else:
+                    outcomes = list(await asyncio.gather(
+                        *(self._process(j.command, j.conn.channel) for j in batch)))
+                for done, outcome in zip(batch, outcomes, strict=True):
+                    self._deliver(outcome, done.conn, done.command)
+                    done.conn.pending -= 1
+                    self._finish(done.conn)
+            except Exception:  # never lose the worker
+                log.exception("request worker failed", extra={"event": "worker_error"})
+            finally:
+                queue.done()
+            await asyncio.sleep(0)
 
     async def _process(self, command: RemotingCommand, channel: Channel) -> Outcome:
         """Process one command; a KV change with a file goes to a worker thread so that
-        its fsync does not stall the loop and changes from many connections share one
-        write (`KVStore`). A connection's commands still run one after another."""
+        its fsync does not stall the loop (`KVStore`)."""
         if command.code in _KV_WRITES and self.processor.kv.path is not None:
             return await asyncio.to_thread(self.processor.process, command, channel)
         return self.processor.process(command, channel)
 
-    async def _apply(self, outcome: Outcome, conn: _Connection | None) -> None:
+    def _deliver(self, outcome: Outcome, conn: _Connection | None,
+                 command: RemotingCommand | None = None) -> None:
+        """Write the response (no waiting: the connection's reader waits for the peer),
+        close channels, send notifications, log broker events."""
         if outcome.error is not None:
             log.error("processor error on %s", conn.channel if conn else None,
                       exc_info=outcome.error, extra={"event": "processor_error"})
@@ -226,10 +318,39 @@ class NameServerHost:
                 frame = encode(attrs.evolve(response, code=1, remark=f"unencodable: {exc}",
                                             ext_fields={}, body=b""))
             conn.writer.write(frame)
-            await conn.writer.drain()  # backpressure: stop reading until the peer reads
+        if command is not None and command.code in _BROKER_CODES:
+            self._log_broker(command, response, conn)
         self._close_channels(outcome.close)
         for note in outcome.notifications:
             self._notify(note)
+
+    def _log_broker(self, command: RemotingCommand, response: RemotingCommand | None,
+                    conn: _Connection | None) -> None:
+        ext = command.ext_fields
+        fields = {"cluster": ext.get("clusterName"), "broker_name": ext.get("brokerName"),
+                  "broker_id": ext.get("brokerId"), "broker_addr": ext.get("brokerAddr"),
+                  "channel": conn.channel if conn else None}
+        ok = response is None or response.code == ResponseCode.SUCCESS
+        if command.code == RequestCode.REGISTER_BROKER:
+            if not ok:
+                _log(logging.WARNING, "broker_register_failed",
+                     remark=response.remark if response else None, **fields)
+                return
+            kind = self._brokers.registered(command)
+            if kind == "first":
+                _log(logging.INFO, "broker_registered", **fields)
+            elif kind == "changed":
+                _log(logging.INFO, "broker_changed", what="topic table or data version",
+                     **fields)
+            else:
+                _log(logging.DEBUG, "broker_heartbeat", kind="register", **fields)
+        elif command.code == RequestCode.UNREGISTER_BROKER:
+            if ok:
+                self._brokers.removed(str(fields["cluster"]), str(fields["broker_addr"]))
+                _log(logging.INFO, "broker_removed", reason="unregistered", **fields)
+        else:
+            _log(logging.DEBUG, "broker_heartbeat",
+                 kind=RequestCode(command.code).name.lower(), **fields)
 
     def _close_channels(self, channels: tuple[Hashable, ...]) -> None:
         for channel in channels:
@@ -253,11 +374,17 @@ class NameServerHost:
                 log.exception("scan_expired failed", extra={"event": "scan_error"})
                 continue
             for gone in outcome.removed:
+                self._brokers.removed(gone.cluster, gone.broker_addr)
                 _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
                      broker_name=gone.broker_name, broker_addr=gone.broker_addr,
                      last_update_ms=gone.last_update_ms, timeout_ms=gone.timeout_ms)
-            await self._apply(outcome, None)
+            self._deliver(outcome, None)
             self._close_idle()
+            rejected = sum(q.rejected for q in self.queues.values())
+            if rejected > self._busy_logged:
+                _log(logging.WARNING, "overloaded", rejected=rejected - self._busy_logged,
+                     **{f"{n}_queued": len(q) for n, q in self.queues.items()})
+                self._busy_logged = rejected
 
     def _close_idle(self) -> None:
         if self.idle_timeout_ms is None:
@@ -372,7 +499,13 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                                               nameserver_id or f"{host}:{port}")
         _log(logging.INFO, "journal_opened", path=path)
     processor = NameServerProcessor(routes, kv=kv, settings=settings)
-    host_ = NameServerHost(processor, host=host, port=port, scan_interval_ms=interval)
+    current = processor.settings
+    idle_s = int(current.get("serverChannelMaxIdleTimeSeconds") or 120)
+    host_ = NameServerHost(
+        processor, host=host, port=port, scan_interval_ms=interval,
+        idle_timeout_ms=idle_s * 1000 if idle_s > 0 else None,
+        client_queue_capacity=int(current.get("clientRequestThreadPoolQueueCapacity") or 50_000),
+        default_queue_capacity=int(current.get("defaultThreadPoolQueueCapacity") or 10_000))
     stop = stop_event or asyncio.Event()
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
