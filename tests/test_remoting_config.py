@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -233,24 +235,30 @@ def test_config_file_that_cannot_be_read(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- routing serve
 
 
-def test_serve_help_lists_the_keys() -> None:
+def invoke_cli(args: list[str]) -> Any:
+    """Run the command in this process, restoring the ``routing`` logger it configures."""
     from click.testing import CliRunner
 
     from routing.cli import main
-    out = CliRunner().invoke(main, ["serve", "--help"]).output
+    logger = logging.getLogger("routing")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    try:
+        return CliRunner().invoke(main, args)
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+
+
+def test_serve_help_lists_the_keys() -> None:
+    out = invoke_cli(["serve", "--help"]).output
     for key in ("--config", "--kv-config", "scanNotActiveBrokerInterval", "supportActingMaster",
                 "waitSecondsForService", "configBlackList", "serverWorkerThreads"):
         assert key in out
 
 
 def test_serve_with_a_bad_config_file_names_file_line_and_key(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from routing.cli import main
     path = tmp_path / "namesrv.properties"
     path.write_text("orderMessageEnable=true\nnotifyMinBrokerIdChanged=maybe\n")
-    result = CliRunner().invoke(main, ["serve", "--listen", "127.0.0.1:0", "--config",
-                                       str(path)])
+    result = invoke_cli(["serve", "--listen", "127.0.0.1:0", "--config", str(path)])
     assert result.exit_code == 1
     assert f"{path}:2:" in result.output and "notifyMinBrokerIdChanged" in result.output
     assert "maybe" in result.output

@@ -325,3 +325,89 @@ def test_registration_flood_gets_system_busy_while_route_reads_are_answered() ->
             assert default.high_water <= capacity and default.rejected == busy
 
     run(scenario)
+
+
+# --------------------------------------------------------------------------- metrics, loop
+
+
+def test_metrics_endpoint_serves_prometheus_text() -> None:
+    pytest.importorskip("prometheus_client")
+    import urllib.request
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        listening: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(serve("127.0.0.1", 0, metrics=("127.0.0.1", 0),
+                                         stop_event=stop, install_signal_handlers=False,
+                                         on_listening=listening.set_result))
+        address = await asyncio.wait_for(listening, TIMEOUT_S)
+        broker = await Client.connect(address)
+        await register(broker, "broker-a", "127.0.0.1:10911", "T1", "T2")
+        await broker.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, topic="T1")
+        await broker.call(RequestCode.UNREGISTER_BROKER,
+                          **registration_fields("broker-a", "127.0.0.1:10911"))
+        port = _metrics_port()
+        text = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                           timeout=TIMEOUT_S).read().decode())
+        assert 'routing_requests_total{code="103",response="0"} 1.0' in text
+        assert 'routing_request_seconds_count{code="105"} 1.0' in text
+        assert "routing_live_brokers 0.0" in text and "routing_connections 1.0" in text
+        assert 'routing_brokers_removed_total{reason="unregistered"} 1.0' in text
+        assert 'routing_queue_length{class="client"} 0.0' in text
+        assert 'routing_system_busy_total{class="default"} 0.0' in text
+        assert "routing_kv_writes_total 0.0" in text
+        broker.close()
+        stop.set()
+        await asyncio.wait_for(task, TIMEOUT_S)
+
+    _PORTS.clear()
+    handler = _PortCatcher()
+    logging.getLogger("routing.remoting").addHandler(handler)
+    previous = logging.getLogger("routing.remoting").level
+    logging.getLogger("routing.remoting").setLevel(logging.INFO)
+    try:
+        run(scenario)
+    finally:
+        logging.getLogger("routing.remoting").removeHandler(handler)
+        logging.getLogger("routing.remoting").setLevel(previous)
+
+
+_PORTS: list[int] = []
+
+
+class _PortCatcher(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "event", None) == "metrics_listening":
+            _PORTS.append(int(record.port))  # type: ignore[attr-defined]
+
+
+def _metrics_port() -> int:
+    assert _PORTS, "no metrics_listening event"
+    return _PORTS[-1]
+
+
+def test_serve_runs_on_uvloop_when_asked() -> None:
+    pytest.importorskip("uvloop")
+    proc, port, _ = _start_serve(["--loop", "uvloop"])
+    try:
+        async def ask() -> None:
+            client = await Client.connect(("127.0.0.1", port))
+            response = await client.call(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+            assert response.code == ResponseCode.SUCCESS
+            client.close()
+
+        run(ask)
+        _stop(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT_S)
+
+
+def test_optional_extras_are_imported_only_when_asked() -> None:
+    code = ("import sys, routing.remoting, routing.cli._serve\n"
+            "print(sorted({'prometheus_client', 'uvloop'} & set(sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

@@ -22,6 +22,7 @@ from routing.remoting import (
     serve,
 )
 from routing.remoting import _kv as kv_module
+from test_remoting_config import invoke_cli
 from test_remoting_server import TIMEOUT_S, Client, run
 
 
@@ -64,13 +65,9 @@ def test_corrupt_file_is_a_clear_error_and_left_untouched(tmp_path: Path,
 
 
 def test_corrupt_file_stops_routing_serve_and_stays_untouched(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-
-    from routing.cli import main
     path = tmp_path / "kvConfig.json"
     path.write_bytes(b'{"configTable": {"ns": "oops"}}')
-    result = CliRunner().invoke(main, ["serve", "--listen", "127.0.0.1:0", "--kv-config",
-                                       str(path)])
+    result = invoke_cli(["serve", "--listen", "127.0.0.1:0", "--kv-config", str(path)])
     assert result.exit_code == 1 and str(path) in result.output
     assert path.read_bytes() == b'{"configTable": {"ns": "oops"}}'
 

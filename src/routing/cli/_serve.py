@@ -81,18 +81,25 @@ def _epilog() -> str:
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
               default="INFO", show_default=True)
 @click.option("--log-json", is_flag=True, help="Log one JSON object per line.")
+@click.option("--metrics", "metrics_listen", default=None, metavar="HOST:PORT",
+              help="Serve Prometheus text at http://HOST:PORT/metrics (the metrics extra).")
+@click.option("--loop", type=click.Choice(["asyncio", "uvloop"]), default="asyncio",
+              show_default=True,
+              help="Event loop; uvloop needs the uvloop extra (docs/performance.md).")
 def serve_command(listen: str, config_file: str | None, kv_config: str | None,
                   scan_interval_ms: int | None, wait_for_service_ms: int | None,
                   heartbeat_timeout_ms: int | None, support_acting_master: bool | None,
                   notify_min_broker_id_changed: bool | None, order_message_enable: bool | None,
                   delete_topic_with_broker_registration: bool | None, journal_dir: str | None,
-                  nameserver_id: str | None, log_level: str, log_json: bool) -> None:
+                  nameserver_id: str | None, log_level: str, log_json: bool,
+                  metrics_listen: str | None, loop: str) -> None:
     """Serve RocketMQ's remoting protocol: point brokers and clients at --listen.
 
     Stops cleanly on SIGINT or SIGTERM. Settings can also be changed at run time with
     UPDATE_NAMESRV_CONFIG (mqadmin updateNamesrvConfig) and read with GET_NAMESRV_CONFIG.
     """
     host, port = _split_listen(listen)
+    metrics = _split_listen(metrics_listen) if metrics_listen is not None else None
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonFormatter() if log_json else logging.Formatter(
         "%(asctime)s %(levelname)s %(name)s %(message)s"))
@@ -126,6 +133,7 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
             kept["kvConfigPath"] = kv_path
             settings = attrs.evolve(settings, kept=kept)
         run_server(host, port, settings=settings, journal_dir=journal_dir,
-                   nameserver_id=nameserver_id or listen, kv_config=kv_path)
+                   nameserver_id=nameserver_id or listen, kv_config=kv_path, loop=loop,
+                   metrics=metrics)
     except (RoutingError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc

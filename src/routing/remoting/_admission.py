@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from typing import Any
 
 from ._codec import RemotingCommand
@@ -41,11 +42,12 @@ def request_class(command: RemotingCommand) -> str:
 class Job:
     """One admitted request of a connection (``conn`` is the host's connection record)."""
 
-    __slots__ = ("command", "conn", "size")
+    __slots__ = ("command", "conn", "size", "start")
 
     def __init__(self, conn: Any, command: RemotingCommand) -> None:
         self.conn, self.command = conn, command
         self.size = len(command.body) + _JOB_OVERHEAD_BYTES
+        self.start = time.perf_counter()
 
 
 class ClassQueue:

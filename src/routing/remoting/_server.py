@@ -19,9 +19,10 @@ import importlib
 import itertools
 import logging
 import signal
+import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -35,6 +36,9 @@ from ._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
 from ._config import NamesrvConfig
 from ._kv import KVStore
 from ._processor import NameServerProcessor, Notification, Outcome, RouteManager
+
+if TYPE_CHECKING:
+    from ._metrics import HostMetrics
 
 __all__ = ["Channel", "NameServerHost", "run_server", "serve"]
 
@@ -109,6 +113,8 @@ class NameServerHost:
         self._workers: list[asyncio.Task[None]] = []
         self._brokers = BrokerLog()
         self._busy_logged = 0
+        #: Set by ``--metrics`` (`routing.remoting._metrics.HostMetrics`), else None.
+        self.metrics: HostMetrics | None = None
         self.processor = processor
         self.host, self.port = host, port
         self.scan_interval_ms = scan_interval_ms
@@ -263,6 +269,8 @@ class NameServerHost:
         self._connections.pop(conn.channel, None)
         conn.writer.close()
         outcome = self.processor.channel_closed(conn.channel)
+        if self.metrics is not None and outcome.removed:
+            self.metrics.broker_removed("channel_closed", len(outcome.removed))
         for gone in outcome.removed:
             self._brokers.removed(gone.cluster, gone.broker_addr)
             _log(logging.INFO, "broker_removed", reason="channel_closed",
@@ -289,6 +297,11 @@ class NameServerHost:
                     self._deliver(outcome, done.conn, done.command)
                     done.conn.pending -= 1
                     self._finish(done.conn)
+                    if self.metrics is not None:
+                        response = outcome.response
+                        self.metrics.observe(
+                            done.command.code, None if response is None else response.code,
+                            time.perf_counter() - done.start)
             except Exception:  # never lose the worker
                 log.exception("request worker failed", extra={"event": "worker_error"})
             finally:
@@ -346,6 +359,8 @@ class NameServerHost:
                 _log(logging.DEBUG, "broker_heartbeat", kind="register", **fields)
         elif command.code == RequestCode.UNREGISTER_BROKER:
             if ok:
+                if self.metrics is not None:
+                    self.metrics.broker_removed("unregistered")
                 self._brokers.removed(str(fields["cluster"]), str(fields["broker_addr"]))
                 _log(logging.INFO, "broker_removed", reason="unregistered", **fields)
         else:
@@ -373,6 +388,8 @@ class NameServerHost:
             except Exception:  # keep scanning; the error is the manager's to report
                 log.exception("scan_expired failed", extra={"event": "scan_error"})
                 continue
+            if self.metrics is not None and outcome.removed:
+                self.metrics.broker_removed("expired", len(outcome.removed))
             for gone in outcome.removed:
                 self._brokers.removed(gone.cluster, gone.broker_addr)
                 _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
@@ -457,6 +474,7 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 on_listening: Callable[[tuple[str, int]], object] | None = None,
                 settings: NamesrvConfig | None = None,
                 kv_config: str | Path | None = None,
+                metrics: tuple[str, int] | None = None,
                 ) -> tuple[str, int]:
     """Run a name server until SIGINT/SIGTERM (or ``stop_event``), then shut down cleanly.
 
@@ -469,7 +487,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``ready_event`` (an asyncio or threading Event) is set once listening, and
     ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
     ``journal_dir``, every write call is journaled (``routing.journal``) under
-    ``nameserver_id`` (default ``host:port``). Returns the address it listened on.
+    ``nameserver_id`` (default ``host:port``). ``metrics=(host, port)`` serves Prometheus
+    text at ``/metrics`` there (the ``metrics`` extra). Returns the address it listened on.
     """
     if settings is not None:
         if config is not None and config != settings.routing:
@@ -516,8 +535,14 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 installed.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
+    metrics_server: Any = None
     try:
         address = await host_.start()
+        if metrics is not None:
+            from ._metrics import start_metrics
+            _, metrics_server = start_metrics(host_, *metrics)
+            _log(logging.INFO, "metrics_listening", host=metrics[0],
+                 port=metrics_server.server_port)
         if on_listening is not None:
             on_listening(address)
         if ready_event is not None:
@@ -526,6 +551,9 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
         _log(logging.INFO, "shutting_down", host=address[0], port=address[1])
     finally:
         await host_.close()
+        if metrics_server is not None:
+            metrics_server.shutdown()
+            metrics_server.server_close()
         for sig in installed:
             loop.remove_signal_handler(sig)
         if journal is not None:
@@ -536,7 +564,22 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     return address
 
 
-def run_server(host: str = "127.0.0.1", port: int = 9876, **kwargs: Any) -> int:
-    """Blocking `serve` for the CLI: returns 0 after a graceful shutdown."""
-    asyncio.run(serve(host, port, **kwargs))
+def run_server(host: str = "127.0.0.1", port: int = 9876, *, loop: str = "asyncio",
+               **kwargs: Any) -> int:
+    """Blocking `serve` for the CLI: returns 0 after a graceful shutdown.
+
+    ``loop`` is ``asyncio`` (the standard loop, the default) or ``uvloop`` (the ``uvloop``
+    extra; see docs/performance.md for when it pays)."""
+    if loop == "asyncio":
+        asyncio.run(serve(host, port, **kwargs))
+        return 0
+    if loop != "uvloop":
+        raise ValueError(f"loop must be 'asyncio' or 'uvloop', got {loop!r}")
+    try:
+        uvloop: Any = importlib.import_module("uvloop")
+    except ImportError:
+        raise RoutingError("--loop uvloop needs uvloop: pip install "
+                           "'rocketmq-routing[uvloop]'") from None
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(serve(host, port, **kwargs))
     return 0
