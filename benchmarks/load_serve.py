@@ -118,11 +118,18 @@ def _cpu_s(pid: int) -> float:
 
 
 class Server:
-    def __init__(self, loop: str) -> None:
+    """``routing serve`` in its own process; ``src`` runs another checkout's sources (to
+    compare with main), and loop ``default`` passes no ``--loop`` (older servers)."""
+
+    def __init__(self, loop: str, src: Path | None = None) -> None:
         command = [sys.executable, "-c", "from routing.cli import main; main()", "serve",
-                   "--listen", "127.0.0.1:0", "--log-json", "--loop", loop]
-        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                   "--listen", "127.0.0.1:0", "--log-json"]
+        if loop != "default":
+            command += ["--loop", loop]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
         assert self.proc.stderr is not None
         while True:
             line = self.proc.stderr.readline()
@@ -190,12 +197,12 @@ def _rss_with_idle(server: Server, count: int) -> tuple[int, int]:
 
 
 def bench(loops: list[str], seconds: float, warmup: float,
-          connection_counts: list[int]) -> dict[str, Any]:
+          connection_counts: list[int], src: Path | None = None) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                                           "load_avg_at_start": os.getloadavg()},
                               "seconds": seconds, "warmup": warmup, "rows": [], "idle": []}
     for loop in loops:
-        server = Server(loop)
+        server = Server(loop, src)
         try:
             # the hot topic's group, on a connection kept open (closing it would remove it)
             anchor = socket.create_connection(("127.0.0.1", server.port))
@@ -225,6 +232,21 @@ def bench(loops: list[str], seconds: float, warmup: float,
     return report
 
 
+def _medians(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    cells: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for rep in reports:
+        for row in rep["rows"]:
+            cells.setdefault((row["loop"], row["kind"], row["connections"]), []).append(row)
+    out = []
+    for (loop, kind, connections), rows in cells.items():
+        med = {k: statistics.median(r[k] for r in rows)
+               for k in ("req_per_s", "p50_ms", "p99_ms", "server_cpu_us_per_req")}
+        out.append({"loop": loop, "kind": kind, "connections": connections, "runs": len(rows),
+                    **med, "response_bytes": rows[0]["response_bytes"],
+                    "server_rss_kib": max(r["server_rss_kib"] for r in rows)})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.load_serve",
                                      description=__doc__,
@@ -242,13 +264,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loops", default="asyncio,uvloop")
     parser.add_argument("--connections", default="1,8,64")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--server-src", type=Path, default=None,
+                        help="run the server from this source directory (e.g. main's src)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run everything this many times (report the median per cell)")
     args = parser.parse_args(argv)
     if args.command == "worker":
         worker_main(args)
         return 0
     started = time.time()
-    report = bench(args.loops.split(","), args.seconds, args.warmup,
-                   [int(c) for c in args.connections.split(",")])
+    reports = [bench(args.loops.split(","), args.seconds, args.warmup,
+                     [int(c) for c in args.connections.split(",")], args.server_src)
+               for _ in range(args.repeat)]
+    report: dict[str, Any] = {"runs": reports, "median": _medians(reports),
+                              "load_avg_at_end": os.getloadavg()}
+    for row in report["median"]:
+        print(json.dumps({"median": row}), flush=True)
     report["wall_s"] = time.time() - started
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=1) + "\n")

@@ -17,14 +17,27 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._codec import RemotingCommand
-from ._codes import RequestCode
+from ._codes import RequestCode, ResponseCode
 
-__all__ = ["BUSY_REMARK", "CLIENT", "DEFAULT", "BrokerLog", "ClassQueue", "Job",
-           "request_class"]
+if TYPE_CHECKING:
+    from ._metrics import HostMetrics
+
+__all__ = ["BUSY_REMARK", "CLIENT", "DEFAULT", "BrokerLog", "ClassQueue", "Job", "log",
+           "log_event", "request_class"]
+
+log = logging.getLogger("routing.remoting")
+
+
+def log_event(level: int, event: str, **fields: Any) -> None:
+    """One structured line: message ``event key=value ...``, the same fields in ``extra``."""
+    if log.isEnabledFor(level):
+        text = " ".join(f"{k}={v}" for k, v in fields.items())
+        log.log(level, "%s %s", event, text, extra={"event": event, **fields})
 
 CLIENT, DEFAULT = "client", "default"
 #: Java's remark when an executor rejects a request (``NettyRemotingAbstract``).
@@ -139,6 +152,37 @@ class BrokerLog:
 
     def removed(self, cluster: str, addr: str) -> None:
         self._bodies.pop((cluster, addr), None)
+
+    def log(self, command: RemotingCommand, response: RemotingCommand | None,
+            channel: object, metrics: HostMetrics | None) -> None:
+        """Log one answered broker request (REGISTER/UNREGISTER_BROKER, heartbeats)."""
+        ext = command.ext_fields
+        fields = {"cluster": ext.get("clusterName"), "broker_name": ext.get("brokerName"),
+                  "broker_id": ext.get("brokerId"), "broker_addr": ext.get("brokerAddr"),
+                  "channel": channel}
+        ok = response is None or response.code == ResponseCode.SUCCESS
+        if command.code == RequestCode.REGISTER_BROKER:
+            if not ok:
+                log_event(logging.WARNING, "broker_register_failed",
+                          remark=response.remark if response else None, **fields)
+                return
+            kind = self.registered(command)
+            if kind == "first":
+                log_event(logging.INFO, "broker_registered", **fields)
+            elif kind == "changed":
+                log_event(logging.INFO, "broker_changed", what="topic table or data version",
+                          **fields)
+            else:
+                log_event(logging.DEBUG, "broker_heartbeat", kind="register", **fields)
+        elif command.code == RequestCode.UNREGISTER_BROKER:
+            if ok:
+                if metrics is not None:
+                    metrics.broker_removed("unregistered")
+                self.removed(str(fields["cluster"]), str(fields["broker_addr"]))
+                log_event(logging.INFO, "broker_removed", reason="unregistered", **fields)
+        else:
+            log_event(logging.DEBUG, "broker_heartbeat",
+                      kind=RequestCode(command.code).name.lower(), **fields)
 
     def __len__(self) -> int:
         return len(self._bodies)

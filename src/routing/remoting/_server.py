@@ -30,7 +30,17 @@ from .._clock import SystemClock
 from .._errors import RoutingError
 from .._manager import RouteInfoManager
 from .._messages import RouteChange, RoutingConfig
-from ._admission import BUSY_REMARK, CLIENT, DEFAULT, BrokerLog, ClassQueue, Job, request_class
+from ._admission import (
+    BUSY_REMARK,
+    CLIENT,
+    DEFAULT,
+    BrokerLog,
+    ClassQueue,
+    Job,
+    log,
+    request_class,
+)
+from ._admission import log_event as _log
 from ._codec import FrameDecoder, ProtocolError, RemotingCommand, encode
 from ._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
 from ._config import NamesrvConfig
@@ -42,19 +52,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Channel", "NameServerHost", "run_server", "serve"]
 
-log = logging.getLogger("routing.remoting")
 
 _NOTIFY_TIMEOUT_S = 3.0
 _KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG})
 _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
                            RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
-
-
-def _log(level: int, event: str, **fields: Any) -> None:
-    if log.isEnabledFor(level):
-        text = " ".join(f"{k}={v}" for k, v in fields.items())
-        log.log(level, "%s %s", event, text, extra={"event": event, **fields})
 
 
 class _Settable(Protocol):
@@ -187,12 +190,19 @@ class NameServerHost:
                  unanswered=sum(len(q) for q in self.queues.values()))
         for task in self._workers:
             task.cancel()
-        for conn in list(self._connections.values()):
+        conns = list(self._connections.values())
+        for conn in conns:
             conn.writer.close()
-        for conn in list(self._connections.values()):
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(self.grace_ms / 1000):
-                    await conn.writer.wait_closed()
+        closing = [asyncio.ensure_future(c.writer.wait_closed()) for c in conns]
+        if closing:  # answers flush; a peer that does not read is cut off after the grace
+            _, late = await asyncio.wait(closing, timeout=self.grace_ms / 1000)
+            for task in late:
+                task.cancel()
+            for conn in conns if late else ():
+                conn.writer.transport.abort()
+            for task in closing:
+                if not task.cancelled():
+                    task.exception()  # retrieved: a reset peer is not an error here
         self._connections.clear()
         for task in list(self._notifications):
             task.cancel()
@@ -254,7 +264,7 @@ class NameServerHost:
         if queue.offer(Job(conn, command)):
             conn.pending += 1
             return
-        if not command.is_oneway:
+        if not command.is_oneway and not conn.writer.is_closing():
             conn.writer.write(encode(command.make_response(ResponseCode.SYSTEM_BUSY,
                                                            BUSY_REMARK)))
         _log(logging.DEBUG, "request_rejected", channel=conn.channel, code=command.code,
@@ -332,40 +342,11 @@ class NameServerHost:
                                             ext_fields={}, body=b""))
             conn.writer.write(frame)
         if command is not None and command.code in _BROKER_CODES:
-            self._log_broker(command, response, conn)
+            self._brokers.log(command, response, conn.channel if conn else None,
+                              self.metrics)
         self._close_channels(outcome.close)
         for note in outcome.notifications:
             self._notify(note)
-
-    def _log_broker(self, command: RemotingCommand, response: RemotingCommand | None,
-                    conn: _Connection | None) -> None:
-        ext = command.ext_fields
-        fields = {"cluster": ext.get("clusterName"), "broker_name": ext.get("brokerName"),
-                  "broker_id": ext.get("brokerId"), "broker_addr": ext.get("brokerAddr"),
-                  "channel": conn.channel if conn else None}
-        ok = response is None or response.code == ResponseCode.SUCCESS
-        if command.code == RequestCode.REGISTER_BROKER:
-            if not ok:
-                _log(logging.WARNING, "broker_register_failed",
-                     remark=response.remark if response else None, **fields)
-                return
-            kind = self._brokers.registered(command)
-            if kind == "first":
-                _log(logging.INFO, "broker_registered", **fields)
-            elif kind == "changed":
-                _log(logging.INFO, "broker_changed", what="topic table or data version",
-                     **fields)
-            else:
-                _log(logging.DEBUG, "broker_heartbeat", kind="register", **fields)
-        elif command.code == RequestCode.UNREGISTER_BROKER:
-            if ok:
-                if self.metrics is not None:
-                    self.metrics.broker_removed("unregistered")
-                self._brokers.removed(str(fields["cluster"]), str(fields["broker_addr"]))
-                _log(logging.INFO, "broker_removed", reason="unregistered", **fields)
-        else:
-            _log(logging.DEBUG, "broker_heartbeat",
-                 kind=RequestCode(command.code).name.lower(), **fields)
 
     def _close_channels(self, channels: tuple[Hashable, ...]) -> None:
         for channel in channels:
