@@ -43,6 +43,7 @@ CLIENT, DEFAULT = "client", "default"
 #: Java's remark when an executor rejects a request (``NettyRemotingAbstract``).
 BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 _CLIENT_CODES = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC})
+_HEARTBEATS = frozenset({RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 #: What a queued job costs beyond its body (header fields, objects).
 _JOB_OVERHEAD_BYTES = 256
 
@@ -110,6 +111,14 @@ class ClassQueue:
         self.busy = True
         return job
 
+    def take_nowait(self) -> Job | None:
+        """The oldest job if there is one (the queue stays busy)."""
+        if not self._jobs:
+            return None
+        job = self._jobs.popleft()
+        self._bytes -= job.size
+        return job
+
     def take_while(self, codes: frozenset[int]) -> list[Job]:
         """Further jobs at the head whose code is in ``codes`` (to run them together)."""
         out: list[Job] = []
@@ -156,17 +165,20 @@ class BrokerLog:
     def log(self, command: RemotingCommand, response: RemotingCommand | None,
             channel: object, metrics: HostMetrics | None) -> None:
         """Log one answered broker request (REGISTER/UNREGISTER_BROKER, heartbeats)."""
+        ok = response is None or response.code == ResponseCode.SUCCESS
+        code = command.code
+        kind = self.registered(command) if ok and code == RequestCode.REGISTER_BROKER else ""
+        if (kind == "unchanged" or code in _HEARTBEATS) and not log.isEnabledFor(logging.DEBUG):
+            return  # the common case: an unchanged heartbeat, not logged
         ext = command.ext_fields
         fields = {"cluster": ext.get("clusterName"), "broker_name": ext.get("brokerName"),
                   "broker_id": ext.get("brokerId"), "broker_addr": ext.get("brokerAddr"),
                   "channel": channel}
-        ok = response is None or response.code == ResponseCode.SUCCESS
-        if command.code == RequestCode.REGISTER_BROKER:
+        if code == RequestCode.REGISTER_BROKER:
             if not ok:
                 log_event(logging.WARNING, "broker_register_failed",
                           remark=response.remark if response else None, **fields)
                 return
-            kind = self.registered(command)
             if kind == "first":
                 log_event(logging.INFO, "broker_registered", **fields)
             elif kind == "changed":

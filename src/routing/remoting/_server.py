@@ -55,6 +55,8 @@ __all__ = ["Channel", "NameServerHost", "run_server", "serve"]
 
 _NOTIFY_TIMEOUT_S = 3.0
 _KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG})
+#: Requests a queue's worker serves before yielding to the other class and the readers.
+_TURN = 16
 _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
                            RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
@@ -290,33 +292,39 @@ class NameServerHost:
             self._notify(note)
 
     async def _worker(self, queue: ClassQueue) -> None:
-        """Serve one class's queue: one request at a time (a run of KV writes together, so
-        they share a file write), then yield so the other class gets its turn."""
+        """Serve one class's queue in turns of at most ``_TURN`` requests (a run of KV
+        writes together, so that they share a file write), yielding between turns so the
+        other class and the readers get theirs."""
+        kv_file = self.processor.kv.path is not None
         while True:
-            job = await queue.take()
-            try:
-                batch = [job]
-                if job.command.code in _KV_WRITES and self.processor.kv.path is not None:
-                    batch += queue.take_while(_KV_WRITES)
-                if len(batch) == 1:
-                    outcomes = [await self._process(job.command, job.conn.channel)]
-                else:
-                    outcomes = list(await asyncio.gather(
-                        *(self._process(j.command, j.conn.channel) for j in batch)))
-                for done, outcome in zip(batch, outcomes, strict=True):
-                    self._deliver(outcome, done.conn, done.command)
-                    done.conn.pending -= 1
-                    self._finish(done.conn)
-                    if self.metrics is not None:
-                        response = outcome.response
-                        self.metrics.observe(
-                            done.command.code, None if response is None else response.code,
-                            time.perf_counter() - done.start)
-            except Exception:  # never lose the worker
-                log.exception("request worker failed", extra={"event": "worker_error"})
-            finally:
-                queue.done()
+            job: Job | None = await queue.take()
+            served = 0
+            while job is not None:
+                try:
+                    if kv_file and job.command.code in _KV_WRITES:
+                        batch = [job, *queue.take_while(_KV_WRITES)]
+                        outcomes = await asyncio.gather(
+                            *(self._process(j.command, j.conn.channel) for j in batch))
+                        for done, outcome in zip(batch, outcomes, strict=True):
+                            self._complete(done, outcome)
+                    else:
+                        self._complete(job, self.processor.process(job.command,
+                                                                   job.conn.channel))
+                except Exception:  # never lose the worker
+                    log.exception("request worker failed", extra={"event": "worker_error"})
+                served += 1
+                job = queue.take_nowait() if served < _TURN else None
+            queue.done()
             await asyncio.sleep(0)
+
+    def _complete(self, job: Job, outcome: Outcome) -> None:
+        self._deliver(outcome, job.conn, job.command)
+        job.conn.pending -= 1
+        self._finish(job.conn)
+        if self.metrics is not None:
+            response = outcome.response
+            self.metrics.observe(job.command.code, None if response is None else response.code,
+                                 time.perf_counter() - job.start)
 
     async def _process(self, command: RemotingCommand, channel: Channel) -> Outcome:
         """Process one command; a KV change with a file goes to a worker thread so that
