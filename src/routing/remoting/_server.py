@@ -318,9 +318,11 @@ class NameServerHost:
             await asyncio.sleep(0)
 
     def _complete(self, job: Job, outcome: Outcome) -> None:
-        self._deliver(outcome, job.conn, job.command)
-        job.conn.pending -= 1
-        self._finish(job.conn)
+        try:
+            self._deliver(outcome, job.conn, job.command)
+        finally:  # whatever happens, the connection can finish
+            job.conn.pending -= 1
+            self._finish(job.conn)
         if self.metrics is not None:
             response = outcome.response
             self.metrics.observe(job.command.code, None if response is None else response.code,
