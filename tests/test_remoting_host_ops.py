@@ -250,6 +250,8 @@ def test_broker_events_are_logged_at_info_and_heartbeats_at_debug(
             await broker.call(RequestCode.UNREGISTER_BROKER,
                               **registration_fields("broker-a", "127.0.0.1:10911"))
             await register(broker, "broker-a", "127.0.0.1:10911", "T1", "T2")  # first again
+            await broker.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"enableTopicList=false")
+            await broker.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/x")
             broker.close()
 
     with caplog.at_level(logging.DEBUG, logger="routing.remoting"):
@@ -263,6 +265,10 @@ def test_broker_events_are_logged_at_info_and_heartbeats_at_debug(
                    "broker_removed")
     assert removed.reason == "unregistered"  # type: ignore[attr-defined]
     assert removed.broker_addr == "127.0.0.1:10911"  # type: ignore[attr-defined]
+    updates = [(rec.levelno, rec.response, rec.body) for rec in caplog.records  # type: ignore[attr-defined]
+               if getattr(rec, "event", "") == "config_update"]
+    assert updates == [(logging.INFO, 0, "enableTopicList=false"),
+                       (logging.WARNING, 16, "kvConfigPath=/x")]
 
 
 # --------------------------------------------------------------------------- overload

@@ -354,6 +354,13 @@ class NameServerHost:
         if command is not None and command.code in _BROKER_CODES:
             self._brokers.log(command, response, conn.channel if conn else None,
                               self.metrics)
+        elif command is not None and command.code == RequestCode.UPDATE_NAMESRV_CONFIG:
+            ok = response is None or response.code == ResponseCode.SUCCESS
+            _log(logging.INFO if ok else logging.WARNING, "config_update",
+                 channel=conn.channel if conn else None,
+                 response=None if response is None else response.code,
+                 remark=None if response is None else response.remark,
+                 body=command.body[:512].decode("utf-8", errors="replace").replace("\n", ";"))
         self._close_channels(outcome.close)
         for note in outcome.notifications:
             self._notify(note)
