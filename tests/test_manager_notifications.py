@@ -8,6 +8,8 @@ group gone by the end gets none.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import routing as r
 from core_helpers import reg
@@ -131,3 +133,70 @@ def test_unregister_many_is_one_batch(clock):
                             broker_id=0)])
     (notice,) = events[-1].notifications
     assert (notice.min_broker_id, notice.offline_broker_addr) == (2, addr("a", 0))
+
+
+# ------------------------------------------------------------------ against Java's algorithm
+
+
+def java_batch_notices(groups: dict[str, dict[int, str]], acting: dict[str, bool],
+                       batch: list[tuple[str, str, int]]) -> dict[str, tuple[int, str, str,
+                                                                             tuple[str, ...]]]:
+    """``RouteInfoManager.unRegisterBroker(Set)`` as written in Java, on copies: for each
+    request in order, min changed if its id is the smallest before removal; remove by
+    address; an emptied group goes; else a min change records (group map, offline addr).
+    After the loop, notify each recorded group that still exists with acting master."""
+    table = {name: dict(members) for name, members in groups.items()}
+    pending: dict[str, str] = {}
+    for name, addr, broker_id in batch:
+        members = table.get(name)
+        if members is None:
+            continue
+        changed = bool(members) and broker_id == min(members)
+        for i in [i for i, a in members.items() if a == addr]:
+            del members[i]
+        if not members:
+            del table[name]
+        elif changed:
+            pending[name] = addr
+    out = {}
+    for name, offline in pending.items():
+        members = table.get(name)
+        if members and acting[name]:
+            low = min(members)
+            out[name] = (low, members[low], offline, tuple(members[i] for i in sorted(members)))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_scan_notices_match_javas_batch_algorithm(data):
+    clock = r.ManualClock(start_ms=0)
+    events: list[r.RouteChange] = []
+    mgr = r.RouteInfoManager(clock=clock, config=CFG, listener=events.append)
+    names = data.draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=3, unique=True))
+    groups: dict[str, dict[int, str]] = {}
+    acting: dict[str, bool] = {}
+    for name in names:
+        ids = data.draw(st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True))
+        acting[name] = data.draw(st.booleans())
+        groups[name] = {}
+        for broker_id in ids:  # any order: registrations may notify, scans are what we test
+            mgr.register(reg(name, broker_id, addr(name, broker_id),
+                             enable_acting_master=acting[name]))
+            groups[name][broker_id] = addr(name, broker_id)
+    every = [(n, i) for n in groups for i in groups[n]]
+    survivors = data.draw(st.sets(st.sampled_from(every)))
+    clock.set(100_000)
+    for name, broker_id in survivors:
+        mgr.heartbeat(cluster="c1", broker_addr=addr(name, broker_id))
+    clock.set(120_001)
+    count = len(events)
+    gone = mgr.scan_expired()
+    mgr.check_invariants()
+    expected = java_batch_notices(groups, acting, [(g.broker_name, g.broker_addr, g.broker_id)
+                                                   for g in gone])
+    got = {n.broker_name: (n.min_broker_id, n.min_broker_addr, n.offline_broker_addr,
+                           n.recipients)
+           for e in events[count:] for n in e.notifications}
+    assert got == expected
+    assert sum(len(e.notifications) for e in events[count:]) == len(expected)
