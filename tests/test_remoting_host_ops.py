@@ -419,3 +419,20 @@ def test_optional_extras_are_imported_only_when_asked() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_host_follows_its_settings_changed_by_update_namesrv_config() -> None:
+    proc = NameServerProcessor(r.RouteInfoManager())
+    host = NameServerHost(proc, port=0, scan_interval_ms=5, default_queue_capacity=3)
+    keys = ("scanNotActiveBrokerInterval", "clientRequestThreadPoolQueueCapacity",
+            "defaultThreadPoolQueueCapacity", "serverChannelMaxIdleTimeSeconds")
+    seen = tuple(proc.settings.get(k) for k in keys)
+    assert host._follow_settings(seen) == seen  # nothing changed: the constructor's values
+    assert (host.scan_interval_ms, host.queues["default"].capacity) == (5, 3)
+    proc.update_config([("defaultThreadPoolQueueCapacity", "7"),
+                        ("clientRequestThreadPoolQueueCapacity", "9"),
+                        ("serverChannelMaxIdleTimeSeconds", "0"),
+                        ("scanNotActiveBrokerInterval", "250")])
+    host._follow_settings(seen)
+    assert host.queues["default"].capacity == 7 and host.queues["client"].capacity == 9
+    assert host.idle_timeout_ms is None and host.scan_interval_ms == 250

@@ -66,7 +66,8 @@ class ConfigKey:
 
 #: Every key a Java 5.x name server reports, plus routing's own, in help order.
 KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("scanNotActiveBrokerInterval", "long", True, "expiry scan period, ms", 1),
+    ConfigKey("scanNotActiveBrokerInterval", "long", True,
+              "expiry scan period, ms (from the next scan)", 1),
     ConfigKey("supportActingMaster", "bool", True, "acting-master rewrite of routes"),
     ConfigKey("deleteTopicWithBrokerRegistration", "bool", True, "delete topics by omission"),
     ConfigKey("notifyMinBrokerIdChanged", "bool", True, "send NOTIFY_MIN_BROKER_ID_CHANGE"),
@@ -88,10 +89,10 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("clusterTest", "bool", False, "Java only"),
     ConfigKey("clientRequestThreadPoolNums", "int", False, "Java only"),
     ConfigKey("defaultThreadPoolNums", "int", False, "Java only"),
-    ConfigKey("clientRequestThreadPoolQueueCapacity", "int", False,
-              "route-read queue; SYSTEM_BUSY past it", 1),
-    ConfigKey("defaultThreadPoolQueueCapacity", "int", False,
-              "queue of other requests; SYSTEM_BUSY past it", 1),
+    ConfigKey("clientRequestThreadPoolQueueCapacity", "int", True,
+              "route-read queue; SYSTEM_BUSY past it (next scan)", 1),
+    ConfigKey("defaultThreadPoolQueueCapacity", "int", True,
+              "queue of other requests; SYSTEM_BUSY past it (next scan)", 1),
     ConfigKey("unRegisterBrokerQueueCapacity", "int", False, "Java only"),
     ConfigKey("enableControllerInNamesrv", "bool", False, "Java only"),
     ConfigKey("bindAddress", "str", False, "Java only (use --listen)"),
@@ -101,8 +102,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("serverSelectorThreads", "int", False, "Java only"),
     ConfigKey("serverOnewaySemaphoreValue", "int", False, "Java only"),
     ConfigKey("serverAsyncSemaphoreValue", "int", False, "Java only"),
-    ConfigKey("serverChannelMaxIdleTimeSeconds", "int", False,
-              "close connections silent this long, s (0: never)"),
+    ConfigKey("serverChannelMaxIdleTimeSeconds", "int", True,
+              "close silent connections after this, s (0: never; next scan)"),
     ConfigKey("serverSocketSndBufSize", "int", False, "Java only"),
     ConfigKey("serverSocketRcvBufSize", "int", False, "Java only"),
     ConfigKey("writeBufferHighWaterMark", "int", False, "Java only"),
@@ -392,7 +393,7 @@ def help_text() -> str:
     start = [k for k in KEYS if not k.live and not k.help.startswith("Java only")]
     width = max(len(k.name) for k in live + start)
     rows = [f"  {k.name:<{width}}  {k.kind:<4}  {k.help}" for k in live]
-    rows += ["Read at start (318 changes of the last three show at the next start):"]
+    rows += ["Read at start (318 may not change them):"]
     rows += [f"  {k.name:<{width}}  {k.kind:<4}  {k.help}" for k in start]
     java = ", ".join(k.name for k in KEYS if not k.live and k not in start)
     return ("Keys that take effect at once (Java names; 318 changes them at run time):\n"

@@ -55,6 +55,9 @@ __all__ = ["Channel", "NameServerHost", "run_server", "serve"]
 
 _NOTIFY_TIMEOUT_S = 3.0
 _KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG})
+#: Settings the host follows at each scan tick once UPDATE_NAMESRV_CONFIG changes them.
+_HOST_KEYS = ("scanNotActiveBrokerInterval", "clientRequestThreadPoolQueueCapacity",
+              "defaultThreadPoolQueueCapacity", "serverChannelMaxIdleTimeSeconds")
 #: Requests a queue's worker serves before yielding to the other class and the readers.
 _TURN = 16
 _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
@@ -374,13 +377,32 @@ class NameServerHost:
 
     # ------------------------------------------------------------------ timers, notifications
 
+    def _follow_settings(self, seen: tuple[str | None, ...]) -> tuple[str | None, ...]:
+        """Adopt the host's settings that UPDATE_NAMESRV_CONFIG changed since ``seen`` (the
+        values at start are the constructor's): scan interval, queue capacities, idle
+        timeout. Returns the values now seen."""
+        settings = self.processor.settings
+        now = tuple(settings.get(k) for k in _HOST_KEYS)
+        for key, old, new in zip(_HOST_KEYS, seen, now, strict=True):
+            if new == old or new is None:
+                continue
+            value = int(new)
+            if key == "scanNotActiveBrokerInterval":
+                self.scan_interval_ms = value
+            elif key == "clientRequestThreadPoolQueueCapacity":
+                self.queues[CLIENT].capacity = value
+            elif key == "defaultThreadPoolQueueCapacity":
+                self.queues[DEFAULT].capacity = value
+            else:
+                self.idle_timeout_ms = value * 1000 if value > 0 else None
+            _log(logging.INFO, "setting_applied", key=key, value=value)
+        return now
+
     async def _scan_loop(self) -> None:
-        configured = self.processor.manager.config.scan_interval_ms
+        seen = tuple(self.processor.settings.get(k) for k in _HOST_KEYS)
         while True:
             await asyncio.sleep(self.scan_interval_ms / 1000)
-            now_configured = self.processor.manager.config.scan_interval_ms
-            if now_configured != configured:  # UPDATE_NAMESRV_CONFIG changed it
-                configured = self.scan_interval_ms = now_configured
+            seen = self._follow_settings(seen)
             try:
                 outcome = self.processor.scan()
             except Exception:  # keep scanning; the error is the manager's to report
