@@ -16,7 +16,7 @@ import click
 
 from .._errors import RoutingError
 from ..remoting._config import NamesrvConfig, help_text, load_properties_file
-from ..remoting._server import run_server
+from ..remoting._run import run_server
 
 __all__ = ["serve_command"]
 

@@ -65,7 +65,8 @@ from ._codes import (
 from ._config import ConfigError, NamesrvConfig, load_properties_file, parse_properties
 from ._kv import KVConfigError, KVStore
 from ._processor import NameServerProcessor, Notification, Outcome
-from ._server import Channel, NameServerHost, run_server, serve
+from ._run import run_server, serve
+from ._server import Channel, NameServerHost
 
 __all__ = [
     "CURRENT_VERSION",
