@@ -100,6 +100,14 @@ class DeadlineIndex(Generic[K]):
             bucket[key] = deadline_ms
             self._count += 1
 
+    def touch(self, key: K, timeout_ms: int, deadline_ms: int) -> None:
+        """Refresh a key the index holds under ``timeout_ms`` (the caller knows it is there):
+        `set` without its checks, for heartbeats. ``deadline_ms`` must be >= every deadline
+        in the bucket, as for `set`. O(1): one store and one ``move_to_end``."""
+        bucket = self._buckets[timeout_ms]
+        bucket[key] = deadline_ms
+        bucket.move_to_end(key)
+
     def _lower_to(self, deadline_ms: int) -> None:
         bound = self.lower_bound
         if bound is None or deadline_ms < bound:

@@ -81,6 +81,8 @@ class RouteInfoManager:
         self._listener = listener
         self._lock = threading.RLock()
         self._state = State()
+        self._live = self._state.live  # the hot paths' shortcuts to two tables
+        self._deadlines = self._state.deadlines
         self._book = RouteBook(support_acting_master=self._config.support_acting_master)
         self._generation = 0
         self._last_now = self._clock.now_ms()
@@ -325,29 +327,43 @@ class RouteInfoManager:
     def query_data_version(self, *, cluster: str, broker_addr: str,
                            data_version: DataVersion) -> VersionAnswer:
         """QUERY_DATA_VERSION: is ``data_version`` different from the stored one? Always
-        refreshes liveness of a known broker (5.x). O(1)."""
-        key = self._known_key(cluster, broker_addr)
-        if not isinstance(data_version, DataVersion):
+        refreshes liveness of a known broker (5.x). O(1), as `heartbeat`; the "unchanged"
+        answer is made once per live entry and shared."""
+        key = (cluster, broker_addr)
+        if type(cluster) is not str or type(broker_addr) is not str or key not in self._live:
+            key = self._known_key(cluster, broker_addr)
+        if type(data_version) is not DataVersion and not isinstance(data_version, DataVersion):
             fail("data_version", data_version, "a DataVersion")
         with self._lock:
-            now = self._now()
-            live = self._state.live.get(key)
+            live = self._live.get(key)
             if live is None:
                 return VersionAnswer(changed=True, stored=None)
-            self._state.touch_live(live, now)
-            return VersionAnswer(changed=live.data_version != data_version,
-                                 stored=live.data_version)
+            now = live.last_update = self._now()
+            self._deadlines.touch(key, live.timeout, now + live.timeout)
+            stored = live.data_version
+            if stored is data_version or stored == data_version:
+                answer = live.unchanged_answer
+                if answer is None:
+                    answer = live.unchanged_answer = VersionAnswer(changed=False, stored=stored)
+                return answer
+            return VersionAnswer(changed=True, stored=stored)
 
     def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
         """BROKER_HEARTBEAT: refresh a known broker's liveness; never creates an entry nor
-        changes its timeout. False for an unknown broker. O(1)."""
-        key = self._known_key(cluster, broker_addr)
+        changes its timeout. False for an unknown broker. O(1): a lookup, a clock read and
+        a move to the end of the broker's deadline bucket (Java: one field store)."""
+        key = (cluster, broker_addr)
+        if type(cluster) is not str or type(broker_addr) is not str or key not in self._live:
+            key = self._known_key(cluster, broker_addr)
         with self._lock:
-            now = self._now()
-            live = self._state.live.get(key)
+            live = self._live.get(key)
             if live is None:
                 return False
-            self._state.touch_live(live, now)
+            now = self._clock.now_ms()  # self._now(), inlined: this is the hot path
+            if now < self._last_now:
+                now = self._last_now
+            self._last_now = live.last_update = now
+            self._deadlines.touch(key, live.timeout, now + live.timeout)
             return True
 
     # ================================================================== routes

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 from ._deadlines import DeadlineIndex
 from ._frozen import FrozenMap
 from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData
 from ._values import TopicQueueMappingInfo as MappingInfo
+
+if TYPE_CHECKING:
+    from ._messages import VersionAnswer
 
 __all__ = ["Group", "Live", "State", "TopicEntry"]
 
@@ -41,21 +45,23 @@ class TopicEntry:
 class Group:
     """One broker group (Java ``BrokerData``), mutable inside the manager only.
 
-    ``rows_epoch`` counts changes to the group's topic rows; a live entry remembers the epoch
-    at which it last applied its whole topic table, which makes unchanged re-registrations
-    O(1) (see ``Live.applied_table``).
+    ``rows_epoch`` is a stamp renewed (from `State.next_epoch`, unique across groups) on
+    every change to the group's topic rows; a live entry remembers the stamp right after it
+    last applied its whole topic table, which makes re-sending that same table O(1) (see
+    ``Live.applied_table``). Unique stamps mean an entry that applied its table to another
+    group can never mistake this group's rows for its own.
     """
 
     __slots__ = ("_snapshot", "addrs", "broker_name", "cluster", "enable_acting_master",
                  "rows_epoch", "zone_name")
 
-    def __init__(self, cluster: str, broker_name: str) -> None:
+    def __init__(self, cluster: str, broker_name: str, *, rows_epoch: int = 0) -> None:
         self.cluster = cluster  # fixed at creation, as Java
         self.broker_name = broker_name
         self.addrs: dict[int, str] = {}
         self.zone_name: str | None = None
         self.enable_acting_master = False
-        self.rows_epoch = 0
+        self.rows_epoch = rows_epoch
         self._snapshot: BrokerData | None = None
 
     def snapshot(self) -> BrokerData:
@@ -77,10 +83,10 @@ class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
-    __slots__ = ("applied_epoch", "applied_partial", "applied_table", "broker_id",
+    __slots__ = ("applied_deleted", "applied_epoch", "applied_table", "broker_id",
                  "broker_name", "channel",
                  "data_version", "generation", "ha_server_addr", "key", "last_update",
-                 "timeout")
+                 "timeout", "unchanged_answer")
 
     def __init__(self, key: LiveKey, *, broker_name: str, broker_id: int, last_update: int,
                  timeout: int, data_version: DataVersion, channel: Hashable | None,
@@ -95,14 +101,17 @@ class Live:
         self.ha_server_addr = ha_server_addr
         self.generation = generation
         #: A weak reference to the topic table this entry last applied in full, and the
-        #: group's rows_epoch right after; None when it never wrote topics (a slave). Weak:
-        #: the manager does not keep a registration's TopicConfig objects alive (the port
-        #: keeps none); a host that passes the same table again (the heartbeat object, the
-        #: simulator, the remoting layer for identical bytes) holds it anyway.
+        #: group's rows_epoch stamp right after; None when it never wrote topics (a slave).
+        #: Weak: the manager does not keep a registration's TopicConfig objects alive (the
+        #: port keeps none); a host that passes the same table again (the heartbeat object,
+        #: the simulator, the remoting layer for identical bytes) holds it anyway.
         self.applied_table: weakref.ref[FrozenMap[str, TopicConfig]] | None = None
         self.applied_epoch = -1
-        #: Whether that application was partial (D12): it then deleted nothing by omission.
-        self.applied_partial = False
+        #: QUERY_DATA_VERSION's answer for an equal version, made on first use and shared.
+        self.unchanged_answer: VersionAnswer | None = None
+        #: Whether that application deleted by omission (D12: full, not partial, no static
+        #: mappings, deletion configured): the group's rows were then exactly its topics.
+        self.applied_deleted = False
 
 
 class State:
@@ -124,6 +133,7 @@ class State:
         self.groups_of_addr: dict[LiveKey, set[str]] = {}     # (group.cluster, addr) -> names
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
         self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
+        self._epoch = 0  # the last rows_epoch stamp handed out (see Group)
         # --- bookkeeping for one write
         self.touched: set[str] = set()  # topics (still present) whose route may change
         self.vanished: list[str] = []  # topics dropped with their route
@@ -181,7 +191,12 @@ class State:
     def _rows_changed(self, broker_name: str) -> None:
         group = self.groups.get(broker_name)
         if group is not None:
-            group.rows_epoch += 1
+            group.rows_epoch = self.next_epoch()
+
+    def next_epoch(self) -> int:
+        """A fresh `Group.rows_epoch` stamp, never handed out before. O(1)."""
+        self._epoch += 1
+        return self._epoch
 
     # ------------------------------------------------------------------ groups
 
@@ -241,7 +256,7 @@ class State:
                     del table[topic]
                     if entry.route is not None:
                         vanished.append(topic)
-            group.rows_epoch += 1
+            group.rows_epoch = self.next_epoch()
         for cluster in self.clusters_of_group.pop(name, set()):
             members = self.clusters[cluster]
             members.discard(name)

@@ -64,6 +64,7 @@ from ._codes import (
 )
 from ._config import ConfigError, NamesrvConfig, from_routing
 from ._kv import KVStore
+from ._memo import LastRegistration, RegistrationMemo
 
 __all__ = ["KVStore", "NameServerProcessor", "Notification", "Outcome", "RouteManager"]
 
@@ -187,10 +188,11 @@ class NameServerProcessor:
 
     ``enable_all_topic_list``/``enable_topic_list``/``return_order_topic_config_to_broker``
     are ``NamesrvConfig``'s switches (all true by default). ``body_cache_entries`` bounds the
-    cache of decoded registration bodies (0 turns it off). Thread-safe as far as the
-    manager is; a host may call `process` from several threads. Cost per call: the
-    manager's cost plus O(body size) to decode and encode; route bodies are cached per
-    route snapshot, so a hot GET_ROUTEINFO_BY_TOPIC costs one dictionary lookup to build.
+    number of brokers whose last registration is remembered, decoded (0 turns it off).
+    Thread-safe as far as the manager is; a host may call `process` from several threads.
+    Cost per call: the manager's cost plus O(body size) to decode and encode; route bodies
+    are cached per route snapshot, so a hot GET_ROUTEINFO_BY_TOPIC costs one dictionary
+    lookup to build.
     """
 
     def __init__(self, manager: RouteManager, *, kv: KVStore | None = None,
@@ -213,10 +215,7 @@ class NameServerProcessor:
         self._removal_notices = threading.local()
         self._opaques = itertools.count(1)
         self._route_cache: dict[tuple[str, bool], tuple[TopicRouteData, bytes]] = {}
-        self._body_cache: dict[tuple[bytes, bool, int], RegisterBrokerBody] = {}
-        self._body_cache_bytes = 0
-        self._body_cache_entries = body_cache_entries
-        self._cache_lock = threading.Lock()
+        self._memo = RegistrationMemo(body_cache_entries, _BODY_CACHE_BYTES)
 
     # ------------------------------------------------------------------ entry points
 
@@ -352,24 +351,10 @@ class NameServerProcessor:
 
     def _register_broker(self, request: RemotingCommand, f: _Fields,
                          channel: Hashable | None) -> Outcome:
-        name, addr, cluster = f.text("brokerName"), f.text("brokerAddr"), f.text("clusterName")
-        ha_addr = f.text("haServerAddr")
-        broker_id = f.long("brokerId")
-        timeout = f.optional_long("heartbeatTimeoutMillis")
-        acting = f.optional_bool("enableActingMaster")
-        compressed = bool(f.optional_bool("compressed"))
-        crc = f.optional_long("bodyCrc32") or 0
-        if crc != 0 and body_crc32(request.body) != crc:
-            return self._fail(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        body = self._register_body(request.body, compressed, request.version)
-        result = self.manager.register(Registration(
-            cluster=cluster, broker_name=name, broker_id=broker_id, broker_addr=addr,
-            ha_server_addr=ha_addr or None, zone_name=f.optional_text(ZONE_NAME),
-            heartbeat_timeout_ms=timeout, enable_acting_master=acting,
-            data_version=body.data_version, topics=body.topics,
-            topic_queue_mappings=body.topic_queue_mappings,
-            filter_servers=body.filter_servers if request.version >= V3_0_11 else None,
-            channel=channel))
+        registration = self._registration(request, f, channel)
+        if isinstance(registration, Outcome):
+            return registration
+        result = self.manager.register(registration)
         if not result.accepted:
             reason = result.rejection or "rejected"
             if reason.startswith("stale"):
@@ -390,35 +375,54 @@ class NameServerProcessor:
         return Outcome(response=response,
                        notifications=self._notifications(result.notifications))
 
-    def _register_body(self, data: bytes, compressed: bool, version: int) -> RegisterBrokerBody:
-        """Decode a registration body, reusing the result for byte-identical bodies.
+    def _registration(self, request: RemotingCommand, f: _Fields,
+                      channel: Hashable | None) -> Registration | Outcome:
+        """The `Registration` a REGISTER_BROKER request stands for, or the CRC failure.
 
-        A broker re-registers every 30 s with the same bytes while its topics are unchanged;
-        decoding is pure, so the cached value is exact, and handing the manager the same
-        topic table object makes its unchanged-table check O(1). Cost of a hit: hashing
-        the body (GB/s) instead of parsing O(topics) JSON objects.
+        A request equal to the broker's last one (header fields, version, channel, and the
+        body byte for byte) gets the remembered `Registration` itself (see `_memo`): no
+        CRC (equal bytes were checked), no decoding, and the manager's O(1) case. The same
+        body under a changed header (a reconnect, a new timeout) skips CRC and decoding.
+        Otherwise O(body): CRC, JSON and the topic table's checks.
         """
-        if not data:
-            return RegisterBrokerBody()
+        data, version, ext = request.body, request.version, request.ext_fields
+        key = (ext.get("clusterName"), ext.get("brokerAddr"))
+        memo = self._memo.get(key)
+        if memo is not None and memo.same_request(ext, version, data, channel):
+            return memo.registration
+        name, addr, cluster = f.text("brokerName"), f.text("brokerAddr"), f.text("clusterName")
+        ha_addr = f.text("haServerAddr")
+        broker_id = f.long("brokerId")
+        timeout = f.optional_long("heartbeatTimeoutMillis")
+        acting = f.optional_bool("enableActingMaster")
+        compressed = bool(f.optional_bool("compressed"))
+        crc = f.optional_long("bodyCrc32") or 0
         era = 0 if version < V3_0_11 else (1 if version < V5_0_0 else 2)
-        key = (data, compressed, era)
-        with self._cache_lock:
-            cached = self._body_cache.pop(key, None)
-            if cached is not None:
-                self._body_cache[key] = cached  # most recently used last
-                return cached
-        body = RegisterBrokerBody.decode(data, compressed=compressed, version=version)
-        with self._cache_lock:
-            if (key not in self._body_cache and self._body_cache_entries > 0
-                    and len(data) <= _BODY_CACHE_BYTES // 4):
-                self._body_cache[key] = body
-                self._body_cache_bytes += len(data)
-                while (len(self._body_cache) > self._body_cache_entries
-                       or self._body_cache_bytes > _BODY_CACHE_BYTES):
-                    old = next(iter(self._body_cache))
-                    del self._body_cache[old]
-                    self._body_cache_bytes -= len(old[0])
-        return body
+        if memo is not None and memo.data != data:
+            memo = None  # only the body of the last request is of use from here on
+        checked = memo.crc if memo is not None else None
+        if crc != 0 and crc != checked:
+            checked = body_crc32(data)
+            if checked != crc:
+                return self._fail(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        if memo is not None and memo.compressed == compressed and memo.era == era:
+            body = memo.body
+        elif data:
+            body = RegisterBrokerBody.decode(data, compressed=compressed, version=version)
+        else:
+            body = RegisterBrokerBody()
+        registration = Registration(
+            cluster=cluster, broker_name=name, broker_id=broker_id, broker_addr=addr,
+            ha_server_addr=ha_addr or None, zone_name=f.optional_text(ZONE_NAME),
+            heartbeat_timeout_ms=timeout, enable_acting_master=acting,
+            data_version=body.data_version, topics=body.topics,
+            topic_queue_mappings=body.topic_queue_mappings,
+            filter_servers=body.filter_servers if version >= V3_0_11 else None,
+            channel=channel)
+        self._memo.remember(key, LastRegistration(
+            ext=ext, version=version, data=data, channel=channel, compressed=compressed,
+            era=era, crc=checked, body=body, registration=registration))
+        return registration
 
     def _unregister_broker(self, request: RemotingCommand, f: _Fields,
                            channel: Hashable | None) -> Outcome:
