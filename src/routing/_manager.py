@@ -294,7 +294,7 @@ class RouteInfoManager:
         live = st.drop_live(key, expired=reason == "expired")
         assert live is not None
         addr, own_name = key[1], live.broker_name
-        names = st.groups_of_addr.get(key, ())
+        names = st.groups_at(key)
         if len(names) == 1 and own_name in names:  # the usual case: only its own group
             group = st.groups[own_name]
             member_id = live.broker_id

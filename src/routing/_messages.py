@@ -101,8 +101,8 @@ EMPTY_TOPICS = TopicTable()
 def _topics(value: Any) -> TopicTable:
     if type(value) is TopicTable:
         return value
-    if value is None:
-        return EMPTY_TOPICS
+    if value is None or (not value and isinstance(value, Mapping)):
+        return EMPTY_TOPICS  # one shared empty table
     if not isinstance(value, Mapping):
         raise InvalidRequest(f"expected a mapping, got {value!r:.80}", value=value)
     return TopicTable(value)

@@ -17,7 +17,7 @@ import attrs
 
 from ._messages import MinBrokerIdChanged, Registration, RoutingConfig
 from ._state import Group, Live, LiveKey, State
-from ._values import MASTER_ID, Perm, queue_row
+from ._values import MASTER_ID, Perm, QueueData, queue_row
 
 __all__ = ["NO_WRITE", "Applied", "Decision", "apply_registration", "decide_registration",
            "min_id_notice", "rejection", "unchanged_table", "write_topics"]
@@ -68,7 +68,7 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
     group = state.groups.get(name)
     new_group = group is None
     if group is None:
-        group = state.groups[name] = Group(reg.cluster, name, rows_epoch=state.next_epoch())
+        group = state.groups[name] = Group(reg.cluster, name)
     if name not in state.clusters.get(reg.cluster, ()):
         state.add_to_cluster(reg.cluster, name)
     is_old = reg.enable_acting_master is None
@@ -87,7 +87,7 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
     if held != addr:
         if held is not None:
             state.remove_addr(group, held)
-        state.add_member(group, bid, addr)
+        state.add_member(group, bid, addr, key)
         group_dirty = True
 
     # steps 9-10: topic rows, by the master or a prime slave only
@@ -108,7 +108,7 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
                 timeout=reg.heartbeat_timeout_ms or config.default_heartbeat_timeout_ms,
                 data_version=reg.data_version, channel=reg.channel,
                 ha_server_addr=reg.ha_server_addr, generation=generation)
-    if writes:
+    if writes and reg.topics:  # (an empty table is checked in O(1) anyway)
         live.applied_table, live.applied_epoch = weakref.ref(reg.topics), group.rows_epoch
         live.applied_deleted = deletes
     state.put_live(live)
@@ -189,20 +189,27 @@ def unchanged_table(state: State, old_live: Live | None, reg: Registration, grou
 def write_topics(state: State, reg: Registration, group: Group, *, rewrite_all: bool,
                  wipe_write: bool, delete_by_omission: bool) -> None:
     """Java §2.1 step 10: delete by omission, upsert changed or missing rows (all of them
-    when ``rewrite_all``), and static-topic mappings. O(T_payload + T_b)."""
+    when ``rewrite_all``), and static-topic mappings. Equal rows written together are one
+    `QueueData` object (values are immutable; a broker's topics mostly share one queue
+    configuration), which the route snapshots then share too. O(T_payload + T_b)."""
     name = group.broker_name
     if delete_by_omission and not reg.partial and not reg.topic_queue_mappings:
         for topic in [t for t in state.topics_of_group.get(name, ()) if t not in reg.topics]:
             state.drop_row(topic, name)
     table = state.topics
+    shared: dict[tuple[int, int, int, int], QueueData] = {}  # equal rows: one object
     for topic, config in reg.topics.items():
         entry = table.get(topic)
-        if rewrite_all or entry is None or name not in entry.rows:
+        if rewrite_all or entry is None or name not in entry:
             perm = config.perm
             if wipe_write and perm & Perm.WRITE:
                 # Java clears the bit on the caller's TopicConfig; we never mutate inputs.
                 perm = Perm(perm & NO_WRITE)
-            state.put_row(topic, queue_row(config, name, perm))
+            key = (config.read_queue_nums, config.write_queue_nums, perm, config.topic_sys_flag)
+            row = shared.get(key)
+            if row is None:
+                row = shared[key] = queue_row(config, name, perm)
+            state.put_row(topic, row)
     if rewrite_all:
         for topic, info in reg.topic_queue_mappings.items():
             state.put_mapping(topic, info)

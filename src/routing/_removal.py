@@ -58,7 +58,7 @@ def set_write_bit(state: State, broker_name: str, writable: bool) -> int:
     number of its topics (Java counts rows, changed or not). O(T_b)."""
     topics = state.topics_of_group.get(broker_name, {})
     for topic, entry in list(topics.items()):
-        row = entry.rows[broker_name]
+        row = entry[broker_name]
         perm = (row.perm | Perm.WRITE) if writable else (row.perm & NO_WRITE)
         if perm != row.perm:
             state.put_row(topic, unchecked(

@@ -129,11 +129,23 @@ class RouteBook:
                     members.difference_update(vanished)
         table = state.topics
         seq = self.version_seq
+        acting = self.support_acting_master
+        # Topics whose rows are the same objects (see `write_topics`) and that carry no
+        # static mapping have equal routes: within one commit they share one snapshot.
+        shared: dict[tuple[object, ...], TopicRouteData | None] = {}
         for topic in touched:
             entry = table.get(topic)
             if entry is None:  # dropped after it was touched (reported above if it had a route)
                 continue
-            route = build_route(state, topic, support_acting_master=self.support_acting_master)
+            if topic in state.mappings:
+                route = build_route(state, topic, support_acting_master=acting)
+            else:
+                key = (acting and topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX),
+                       *[(name, id(row)) for name, row in entry.items()])
+                if key in shared:
+                    route = shared[key]
+                else:
+                    route = shared[key] = build_route(state, topic, support_acting_master=acting)
             if route != entry.route:
                 seq += 1
                 entry.route, entry.version = route, seq

@@ -9,8 +9,8 @@ manager does both.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Hashable
+from typing import TYPE_CHECKING, TypeVar
 
 from ._deadlines import DeadlineIndex
 from ._frozen import FrozenMap
@@ -25,31 +25,40 @@ __all__ = ["Group", "Live", "State", "TopicEntry"]
 LiveKey = tuple[str, str]  # (cluster, addr): Java's BrokerAddrInfo
 
 
-class TopicEntry:
-    """One topic: its rows by broker name (Java ``topicQueueTable[topic]``), and the route
-    snapshot and version the manager derived from them. Keeping the three together means
-    a topic costs one lookup in one large table whether it is read, rebuilt or dropped.
+class TopicEntry(dict[str, QueueData]):
+    """One topic: its rows by broker name (Java ``topicQueueTable[topic]``; the entry *is*
+    that dict), and the route snapshot and version the manager derived from them. Keeping
+    the three in one object means a topic costs one lookup in one large table whether it
+    is read, rebuilt or dropped, and one object less per topic than a dict beside them
+    (about 60 B).
 
     ``version`` is 0 until the manager first builds the topic; the entry (and with it the
-    route and version) goes when the topic's last row goes.
+    route and version) goes when the topic's last row goes. Entries compare as dicts;
+    the indexes that hold them rely on identity.
     """
 
-    __slots__ = ("route", "rows", "version")
+    __slots__ = ("route", "version")
 
     def __init__(self) -> None:
-        self.rows: dict[str, QueueData] = {}
+        super().__init__()
         self.route: TopicRouteData | None = None
         self.version = 0
+
+    @property
+    def rows(self) -> dict[str, QueueData]:
+        """The rows by broker name: the entry itself."""
+        return self
 
 
 class Group:
     """One broker group (Java ``BrokerData``), mutable inside the manager only.
 
     ``rows_epoch`` is a stamp renewed (from `State.next_epoch`, unique across groups) on
-    every change to the group's topic rows; a live entry remembers the stamp right after it
-    last applied its whole topic table, which makes re-sending that same table O(1) (see
-    ``Live.applied_table``). Unique stamps mean an entry that applied its table to another
-    group can never mistake this group's rows for its own.
+    every change to the group's topic rows, 0 while the group never had a row; a live
+    entry remembers the stamp right after it last applied its whole topic table, which
+    makes re-sending that same table O(1) (see ``Live.applied_table``). Unique stamps mean
+    an entry that applied its table to another group can never mistake this group's rows
+    for its own (a group at 0 has no row, and a table applied at 0 was empty).
     """
 
     __slots__ = ("_snapshot", "addrs", "broker_name", "cluster", "enable_acting_master",
@@ -129,8 +138,11 @@ class State:
         # broker name -> its topics' entries (entries, not names: a group removal reaches
         # each topic's rows without a lookup in the large table)
         self.topics_of_group: dict[str, dict[str, TopicEntry]] = {}
-        self.clusters_of_group: dict[str, set[str]] = {}      # broker name -> cluster sets
-        self.groups_of_addr: dict[LiveKey, set[str]] = {}     # (group.cluster, addr) -> names
+        # broker name -> its clusters, and (group.cluster, addr) -> the names of the groups
+        # holding it: nearly always one, held as the plain string (a set only for several:
+        # see `members`), which spares a set (216 B) per broker in each
+        self.clusters_of_group: dict[str, str | set[str]] = {}
+        self.groups_of_addr: dict[LiveKey, str | set[str]] = {}
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
         self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
         self._epoch = 0  # the last rows_epoch stamp handed out (see Group)
@@ -145,7 +157,7 @@ class State:
         entry = self.topics.get(topic)
         if entry is None:
             entry = self.topics[topic] = TopicEntry()
-        rows = entry.rows
+        rows = entry
         if rows.get(row.broker_name) == row:
             return
         rows[row.broker_name] = row
@@ -156,13 +168,13 @@ class State:
     def drop_row(self, topic: str, broker_name: str) -> bool:
         """Remove one row; drop the topic when it has none left. O(1)."""
         entry = self.topics.get(topic)
-        if entry is None or entry.rows.pop(broker_name, None) is None:
+        if entry is None or entry.pop(broker_name, None) is None:
             return False
         topics = self.topics_of_group[broker_name]
         del topics[topic]
         if not topics:
             del self.topics_of_group[broker_name]
-        if entry.rows:
+        if entry:
             self.touched.add(topic)
         else:
             self._vanish(topic, entry)
@@ -179,14 +191,14 @@ class State:
         entry = self.topics.get(topic)
         if entry is None:
             return False
-        for name in list(entry.rows):
+        for name in list(entry):
             self.drop_row(topic, name)
         return True
 
     def rows_of(self, topic: str) -> dict[str, QueueData]:
         """The rows of ``topic`` by broker name; empty for an unknown topic. O(1)."""
         entry = self.topics.get(topic)
-        return entry.rows if entry is not None else {}
+        return entry if entry is not None else {}
 
     def _rows_changed(self, broker_name: str) -> None:
         group = self.groups.get(broker_name)
@@ -205,21 +217,25 @@ class State:
         group.changed()
         self.touched.update(self.topics_of_group.get(group.broker_name, ()))
 
-    def add_member(self, group: Group, broker_id: int, addr: str) -> None:
+    def add_member(self, group: Group, broker_id: int, addr: str,
+                   key: LiveKey | None = None) -> None:
+        """Add a member; ``key`` is the live key ``(cluster, addr)`` of the registration, to
+        be shared by the address index when the group is of that cluster. O(1)."""
         group.addrs[broker_id] = addr
-        self.groups_of_addr.setdefault((group.cluster, addr), set()).add(group.broker_name)
+        if key is None or key[0] != group.cluster:
+            key = (group.cluster, addr)
+        add_one(self.groups_of_addr, key, group.broker_name)
+
+    def groups_at(self, key: LiveKey) -> Collection[str]:
+        """The names of the groups of cluster ``key[0]`` holding address ``key[1]``. O(1)."""
+        return members(self.groups_of_addr.get(key))
 
     def remove_member(self, group: Group, broker_id: int, addr: str) -> None:
         """Remove the member ``broker_id``, which must be at ``addr``. Addresses are unique
         within a group (register moves an address to its new id), so this is every
         member at ``addr``: `remove_addr` without the search. O(1)."""
         del group.addrs[broker_id]
-        key = (group.cluster, addr)
-        names = self.groups_of_addr[key]
-        if len(names) == 1:
-            del self.groups_of_addr[key]
-        else:
-            names.discard(group.broker_name)
+        discard_one(self.groups_of_addr, (group.cluster, addr), group.broker_name)
 
     def remove_addr(self, group: Group, addr: str, *, except_id: int | None = None) -> bool:
         """Remove every member of ``group`` at ``addr`` (but ``except_id``). O(I)."""
@@ -230,16 +246,12 @@ class State:
         for i in ids:
             del addrs[i]
         if not addrs or addr not in addrs.values():
-            names = self.groups_of_addr.get((group.cluster, addr))
-            if names is not None:
-                names.discard(group.broker_name)
-                if not names:
-                    del self.groups_of_addr[(group.cluster, addr)]
+            discard_one(self.groups_of_addr, (group.cluster, addr), group.broker_name)
         return True
 
     def add_to_cluster(self, cluster: str, broker_name: str) -> None:
         self.clusters.setdefault(cluster, set()).add(broker_name)
-        self.clusters_of_group.setdefault(broker_name, set()).add(cluster)
+        add_one(self.clusters_of_group, broker_name, cluster)
 
     def drop_group(self, group: Group) -> None:
         """Remove an empty group: its rows (O(T_b)), its cluster memberships and itself."""
@@ -248,7 +260,7 @@ class State:
         if topics:
             table, touched, vanished = self.topics, self.touched, self.vanished
             for topic, entry in topics.items():  # drop_row, unrolled: the O(T_b) of a removal
-                rows = entry.rows
+                rows = entry
                 if len(rows) > 1:
                     del rows[name]
                     touched.add(topic)
@@ -257,10 +269,10 @@ class State:
                     if entry.route is not None:
                         vanished.append(topic)
             group.rows_epoch = self.next_epoch()
-        for cluster in self.clusters_of_group.pop(name, set()):
-            members = self.clusters[cluster]
-            members.discard(name)
-            if not members:
+        for cluster in members(self.clusters_of_group.pop(name, None)):
+            names = self.clusters[cluster]
+            names.discard(name)
+            if not names:
                 del self.clusters[cluster]
         if group.addrs:
             for addr in set(group.addrs.values()):
@@ -320,7 +332,7 @@ class State:
             self.filter_servers[key] = servers
         else:
             del self.filter_servers[key]
-        for name in self.groups_of_addr.get(key, ()):
+        for name in self.groups_at(key):
             self.touched.update(self.topics_of_group.get(name, ()))
 
     # ------------------------------------------------------------------ static topics
@@ -345,6 +357,48 @@ class State:
         if vanished:
             self.vanished = []
         return touched, vanished
+
+
+_K = TypeVar("_K")
+
+
+def add_one(index: dict[_K, str | set[str]], key: _K, name: str) -> None:
+    """Add ``name`` to the names held under ``key``: a plain string for one, a set for
+    several. O(1)."""
+    held = index.get(key)
+    if held is None:
+        index[key] = name
+    elif type(held) is str:
+        if held != name:
+            index[key] = {held, name}
+    else:
+        held.add(name)  # type: ignore[union-attr]
+
+
+def discard_one(index: dict[_K, str | set[str]], key: _K, name: str) -> None:
+    """Remove ``name`` from the names held under ``key`` (a set of one becomes the string
+    again, none removes the key). O(1)."""
+    held = index.get(key)
+    if held is None:
+        return
+    if type(held) is str:
+        if held == name:
+            del index[key]
+        return
+    held.discard(name)  # type: ignore[union-attr]
+    if len(held) == 1:
+        index[key] = next(iter(held))
+    elif not held:
+        del index[key]
+
+
+def members(held: str | set[str] | None) -> Collection[str]:
+    """The names of an `add_one` index entry, as a collection (never a bare string)."""
+    if held is None:
+        return ()
+    if type(held) is str:
+        return (held,)
+    return held
 
 
 def no_master(group: Group | None) -> bool:
