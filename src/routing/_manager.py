@@ -339,7 +339,7 @@ class RouteInfoManager:
             if live is None:
                 return VersionAnswer(changed=True, stored=None)
             now = live.last_update = self._now()
-            self._deadlines.touch(key, live.timeout, now + live.timeout)
+            self._deadlines.touch(key, live.timeout, now)
             stored = live.data_version
             if stored is data_version or stored == data_version:
                 answer = live.unchanged_answer
@@ -363,7 +363,7 @@ class RouteInfoManager:
             if now < self._last_now:
                 now = self._last_now
             self._last_now = live.last_update = now
-            self._deadlines.touch(key, live.timeout, now + live.timeout)
+            self._deadlines.touch(key, live.timeout, now)
             return True
 
     # ================================================================== routes

@@ -292,12 +292,13 @@ class State:
             self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
         self.deadlines.set(live.key, timeout_ms=live.timeout,
                            deadline_ms=live.last_update + live.timeout,
-                           previous_timeout_ms=None if old is None else old.timeout)
+                           previous_timeout_ms=None if old is None else old.timeout,
+                           refresh_ms=live.last_update)
 
     def touch_live(self, live: Live, now_ms: int) -> None:
         """Refresh ``last_update`` (Java ``updateBrokerInfoUpdateTimestamp``). O(1)."""
         live.last_update = now_ms
-        self.deadlines.set(live.key, timeout_ms=live.timeout, deadline_ms=now_ms + live.timeout)
+        self.deadlines.touch(live.key, live.timeout, now_ms)
 
     def drop_live(self, key: LiveKey, *, expired: bool = False) -> Live | None:
         """Remove a live entry and its filter servers; ``expired`` when the deadline index
