@@ -81,12 +81,15 @@ class DeadlineIndex(Generic[K]):
         return any(key in bucket for bucket in self._buckets.values())
 
     def set(self, key: K, *, timeout_ms: int, deadline_ms: int,
-            previous_timeout_ms: int | None = None, refresh_ms: int | None = None) -> None:
+            previous_timeout_ms: int | None = None, refresh_ms: int | None = None
+            ) -> OrderedDict[K, int]:
         """Insert or refresh ``key``. ``deadline_ms`` must be >= every deadline already in
         the bucket of ``timeout_ms`` (true when deadline = now + timeout, now monotonic).
         A key that moves to another timeout needs ``previous_timeout_ms``. ``refresh_ms``
         (``deadline_ms - timeout_ms``, when the caller holds that integer) is stored as is.
-        O(1); O(B) when it seats a new bucket (B = distinct timeouts)."""
+        Returns the key's bucket: while the key is in it the bucket stays this object, so
+        a caller may refresh the key there itself (see `touch`). O(1); O(B) when it seats
+        a new bucket (B = distinct timeouts)."""
         if previous_timeout_ms is not None and previous_timeout_ms != timeout_ms:
             self.discard(key, timeout_ms=previous_timeout_ms)
         bucket = self._buckets.get(timeout_ms)
@@ -106,11 +109,17 @@ class DeadlineIndex(Generic[K]):
         else:
             bucket[key] = refresh
             self._count += 1
+        return bucket
+
+    def bucket_of(self, timeout_ms: int) -> OrderedDict[K, int] | None:
+        """The bucket of ``timeout_ms`` (refresh times by key), or None. O(1)."""
+        return self._buckets.get(timeout_ms)
 
     def touch(self, key: K, timeout_ms: int, now_ms: int) -> None:
         """Refresh a key the index holds under ``timeout_ms`` (the caller knows it is there)
         at ``now_ms``, its new deadline being ``now_ms + timeout_ms``: `set` without its
-        checks, for heartbeats. ``now_ms`` must be >= every refresh in the bucket (a
+        checks. A holder of the key's bucket (returned by `set`) may do the same two steps
+        itself. ``now_ms`` must be >= every refresh in the bucket (a
         monotonic clock). O(1): one store and one ``move_to_end``."""
         bucket = self._buckets[timeout_ms]
         bucket[key] = now_ms

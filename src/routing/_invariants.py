@@ -78,6 +78,8 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
             add(f"live entry filed under {key} has key {live.key}")
         if live.channel is not None:
             keys_of_channel.setdefault(live.channel, set()).add(key)
+        if live.bucket is not state.deadlines.bucket_of(live.timeout):
+            add(f"live entry {key} does not hold its deadline bucket")
     if keys_of_channel != state.keys_of_channel:
         add("channel->brokers index differs from the live table")
     indexed = {key: (timeout, deadline) for key, timeout, deadline in state.deadlines.items()}

@@ -81,8 +81,7 @@ class RouteInfoManager:
         self._listener = listener
         self._lock = threading.RLock()
         self._state = State()
-        self._live = self._state.live  # the hot paths' shortcuts to two tables
-        self._deadlines = self._state.deadlines
+        self._live = self._state.live  # the hot paths' shortcut to the live table
         self._book = RouteBook(support_acting_master=self._config.support_acting_master)
         self._generation = 0
         self._last_now = self._clock.now_ms()
@@ -329,42 +328,50 @@ class RouteInfoManager:
         """QUERY_DATA_VERSION: is ``data_version`` different from the stored one? Always
         refreshes liveness of a known broker (5.x). O(1), as `heartbeat`; the "unchanged"
         answer is made once per live entry and shared."""
-        key = (cluster, broker_addr)
-        if type(cluster) is not str or type(broker_addr) is not str or key not in self._live:
-            key = self._known_key(cluster, broker_addr)
         if type(data_version) is not DataVersion and not isinstance(data_version, DataVersion):
             fail("data_version", data_version, "a DataVersion")
+        key = (cluster, broker_addr)
         with self._lock:
-            live = self._live.get(key)
-            if live is None:
-                return VersionAnswer(changed=True, stored=None)
-            now = live.last_update = self._now()
-            self._deadlines.touch(key, live.timeout, now)
-            stored = live.data_version
-            if stored is data_version or stored == data_version:
-                answer = live.unchanged_answer
-                if answer is None:
-                    answer = live.unchanged_answer = VersionAnswer(changed=False, stored=stored)
-                return answer
-            return VersionAnswer(changed=True, stored=stored)
+            try:
+                live = self._live.get(key)
+            except TypeError:  # unhashable input: validation below names it
+                live = None
+            if live is not None:
+                now = live.last_update = self._now()
+                bucket = live.bucket  # DeadlineIndex.touch, inlined
+                bucket[key] = now
+                bucket.move_to_end(key)
+                stored = live.data_version
+                if not (stored is data_version or stored == data_version):
+                    return VersionAnswer(changed=True, stored=stored)
+                if live.unchanged_answer is None:
+                    live.unchanged_answer = VersionAnswer(changed=False, stored=stored)
+                return live.unchanged_answer
+        self._known_key(cluster, broker_addr)  # unknown: raises if invalid (D7)
+        return VersionAnswer(changed=True, stored=None)
 
     def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
         """BROKER_HEARTBEAT: refresh a known broker's liveness; never creates an entry nor
-        changes its timeout. False for an unknown broker. O(1): a lookup, a clock read and
-        a move to the end of the broker's deadline bucket (Java: one field store)."""
+        changes its timeout. False for an unknown broker. O(1): under the lock, one lookup,
+        a clock read and a move to the end of the broker's deadline bucket (Java: one
+        field store); an unknown key is validated (D7) after."""
         key = (cluster, broker_addr)
-        if type(cluster) is not str or type(broker_addr) is not str or key not in self._live:
-            key = self._known_key(cluster, broker_addr)
         with self._lock:
-            live = self._live.get(key)
-            if live is None:
-                return False
-            now = self._clock.now_ms()  # self._now(), inlined: this is the hot path
-            if now < self._last_now:
-                now = self._last_now
-            self._last_now = live.last_update = now
-            self._deadlines.touch(key, live.timeout, now)
-            return True
+            try:
+                live = self._live.get(key)
+            except TypeError:  # unhashable input: validation below names it
+                live = None
+            if live is not None:
+                now = self._clock.now_ms()  # self._now(), inlined: this is the hot path
+                if now < self._last_now:
+                    now = self._last_now
+                self._last_now = live.last_update = now
+                bucket = live.bucket  # DeadlineIndex.touch, inlined
+                bucket[key] = now
+                bucket.move_to_end(key)
+                return True
+        self._known_key(cluster, broker_addr)
+        return False
 
     # ================================================================== routes
 

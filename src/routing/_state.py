@@ -9,6 +9,7 @@ manager does both.
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from collections.abc import Collection, Hashable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -88,14 +89,17 @@ class Group:
         self._snapshot = None
 
 
+#: The bucket of a live entry not yet indexed (`State.put_live` sets the real one).
+_NO_BUCKET: OrderedDict[LiveKey, int] = OrderedDict()
+
+
 class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
     __slots__ = ("applied_deleted", "applied_epoch", "applied_table", "broker_id",
-                 "broker_name", "channel",
-                 "data_version", "generation", "ha_server_addr", "key", "last_update",
-                 "timeout", "unchanged_answer")
+                 "broker_name", "bucket", "channel", "data_version", "generation",
+                 "ha_server_addr", "key", "last_update", "timeout", "unchanged_answer")
 
     def __init__(self, key: LiveKey, *, broker_name: str, broker_id: int, last_update: int,
                  timeout: int, data_version: DataVersion, channel: Hashable | None,
@@ -116,6 +120,8 @@ class Live:
         #: the simulator, the remoting layer for identical bytes) holds it anyway.
         self.applied_table: weakref.ref[FrozenMap[str, TopicConfig]] | None = None
         self.applied_epoch = -1
+        #: The deadline bucket holding this key (`DeadlineIndex.set`), for O(1) refreshes.
+        self.bucket: OrderedDict[LiveKey, int] = _NO_BUCKET
         #: QUERY_DATA_VERSION's answer for an equal version, made on first use and shared.
         self.unchanged_answer: VersionAnswer | None = None
         #: Whether that application deleted by omission (D12: full, not partial, no static
@@ -290,10 +296,10 @@ class State:
         self.live[live.key] = live
         if live.channel is not None:
             self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
-        self.deadlines.set(live.key, timeout_ms=live.timeout,
-                           deadline_ms=live.last_update + live.timeout,
-                           previous_timeout_ms=None if old is None else old.timeout,
-                           refresh_ms=live.last_update)
+        live.bucket = self.deadlines.set(live.key, timeout_ms=live.timeout,
+                                         deadline_ms=live.last_update + live.timeout,
+                                         previous_timeout_ms=None if old is None
+                                         else old.timeout, refresh_ms=live.last_update)
 
     def touch_live(self, live: Live, now_ms: int) -> None:
         """Refresh ``last_update`` (Java ``updateBrokerInfoUpdateTimestamp``). O(1)."""
