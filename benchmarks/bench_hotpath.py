@@ -245,8 +245,26 @@ def run(quick: bool) -> list[h.Row]:
 
 
 def memory(quick: bool) -> dict[str, Any]:
-    """tracemalloc bytes per broker and per row, both sides (`bench_core.measure_memory`)."""
-    return core.measure_memory(core.Settings.of(quick))
+    """tracemalloc bytes per broker and per row, both sides (`bench_core.measure_memory`),
+    plus per row when every topic of a group has its own queue counts (nothing to share)."""
+    out = core.measure_memory(core.Settings.of(quick))
+    n = 1_000 if quick else 100_000
+
+    def diverse() -> tuple[object, int]:
+        mgr = r.RouteInfoManager(clock=r.ManualClock(start_ms=core.START_MS))
+        for g in range(n // 1_000):
+            mgr.register(r.Registration(
+                cluster="CX", broker_name=f"g{g}", broker_id=0, broker_addr=core.addr_of(g),
+                enable_acting_master=False, data_version=r.DataVersion(counter=1),
+                topics={f"t{g}-{i}": r.TopicConfig(topic_name=f"t{g}-{i}",
+                                                   read_queue_nums=1 + i,
+                                                   write_queue_nums=1 + i)
+                        for i in range(1_000)}))
+        return mgr, n
+
+    size, units = core._retained_bytes(diverse)
+    out["routing"]["bytes_per_row_distinct_configs"] = size / units
+    return out
 
 
 # --------------------------------------------------------------------------- before/after
@@ -303,6 +321,10 @@ def _summarise(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
             for who in ("routing", "baseline"):
                 lines.append(f"memory {side} ({who}): {mem[who]['bytes_per_broker']:,.0f} B per "
                              f"broker, {mem[who]['bytes_per_row']:,.0f} B per row")
+            distinct = mem["routing"].get("bytes_per_row_distinct_configs")
+            if distinct:
+                lines.append(f"memory {side} (routing): {distinct:,.0f} B per row when every "
+                             "topic has its own queue counts")
     return lines
 
 

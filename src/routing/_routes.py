@@ -39,13 +39,15 @@ def build_route(state: State, topic: str, *, support_acting_master: bool) -> Top
         return None
     queue_datas = []
     broker_datas: list[BrokerData] = []
+    used = None  # the last group with a row in the route
     for name in sorted(rows):
         group = state.groups.get(name)
         if group is None or not group.addrs:
             continue
         queue_datas.append(rows[name])
         broker_datas.append(group.snapshot())
-    if not queue_datas:
+        used = group
+    if used is None:
         return None
     filters: dict[str, tuple[str, ...]] = {}
     if state.filter_servers:
@@ -57,8 +59,10 @@ def build_route(state: State, topic: str, *, support_acting_master: bool) -> Top
     infos = state.mappings.get(topic)
     if support_acting_master and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX):
         broker_datas = _acting_master_rewrite(broker_datas, rows)
+    shared = used.snapshots()  # one group alone: the group's own tuple
     return unchecked(
-        TopicRouteData, queue_datas=tuple(queue_datas), broker_datas=tuple(broker_datas),
+        TopicRouteData, queue_datas=tuple(queue_datas),
+        broker_datas=shared if broker_datas == [shared[0]] else tuple(broker_datas),
         filter_server_table=FrozenMap(filters) if filters else EMPTY,
         order_topic_conf=None,
         topic_queue_mapping_by_broker=None if infos is None else FrozenMap(dict(sorted(

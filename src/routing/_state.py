@@ -72,17 +72,21 @@ class Group:
         self.zone_name: str | None = None
         self.enable_acting_master = False
         self.rows_epoch = rows_epoch
-        self._snapshot: BrokerData | None = None
+        self._snapshot: tuple[BrokerData] | None = None
 
     def snapshot(self) -> BrokerData:
         """The group as an immutable `BrokerData`, cached until the group changes. O(I)."""
+        return self.snapshots()[0]
+
+    def snapshots(self) -> tuple[BrokerData]:
+        """``(snapshot(),)``, cached with it: the ``broker_datas`` of every route served by
+        this group alone, shared by those routes. O(I)."""
         snap = self._snapshot
         if snap is None:
-            snap = BrokerData(
+            snap = self._snapshot = (BrokerData(
                 cluster=self.cluster, broker_name=self.broker_name,
                 broker_addrs=FrozenMap(dict(sorted(self.addrs.items()))),
-                zone_name=self.zone_name, enable_acting_master=self.enable_acting_master)
-            self._snapshot = snap
+                zone_name=self.zone_name, enable_acting_master=self.enable_acting_master),)
         return snap
 
     def changed(self) -> None:
