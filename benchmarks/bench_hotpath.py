@@ -17,10 +17,10 @@ operation):
 * memory per live broker and per (topic, group) row (tracemalloc, `bench_core`).
 
 ``python -m benchmarks.bench_hotpath [--quick] [--json]`` prints the rows;
-``python -m benchmarks.bench_hotpath --compare OLD_SRC [--repeat N]`` measures the ``src``
-tree ``OLD_SRC`` (for example ``git archive`` of an older commit) and this one alternately
-in fresh processes, N times each, and prints the median of each line for both: a
-before/after table from one run on one machine.
+``python -m benchmarks.bench_hotpath --compare OLD_SRC [--after NEW_SRC] [--repeat N]
+[--memory]`` measures the ``src`` tree ``OLD_SRC`` (for example ``git archive`` of an older
+commit) and this one (or ``NEW_SRC``) alternately in fresh processes, N times each, and
+prints the median of each line for both: a before/after table from one run on one machine.
 """
 
 from __future__ import annotations
@@ -276,9 +276,11 @@ def _measure_json(quick: bool, with_memory: bool) -> dict[str, Any]:
             "routing_file": r.__file__}
 
 
-def compare(old_src: Path, repeat: int, quick: bool, with_memory: bool) -> dict[str, Any]:
-    """Run this module against ``old_src`` and this tree alternately in fresh processes."""
-    trees = {"before": old_src.resolve(), "after": (ROOT / "src").resolve()}
+def compare(old_src: Path, repeat: int, quick: bool, with_memory: bool,
+            new_src: Path | None = None) -> dict[str, Any]:
+    """Run this module against ``old_src`` and ``new_src`` (this tree's ``src`` by default)
+    alternately in fresh processes."""
+    trees = {"before": old_src.resolve(), "after": (new_src or ROOT / "src").resolve()}
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     for i in range(repeat):
         for side in (("before", "after") if i % 2 == 0 else ("after", "before")):
@@ -335,10 +337,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--memory", action="store_true", help="also measure memory")
     parser.add_argument("--compare", type=Path, default=None,
                         help="an older src/ tree to measure alternately with this one")
+    parser.add_argument("--after", type=Path, default=None,
+                        help="the src/ tree to compare with (default: this tree's)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     if args.compare is not None:
-        runs = compare(args.compare, args.repeat, args.quick, args.memory)
+        runs = compare(args.compare, args.repeat, args.quick, args.memory, args.after)
         print(f"machine: {h.machine_info()}; {args.repeat} runs per side, alternating")
         print("\n".join(_summarise(runs)))
         return 0
