@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Hashable
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Collection, Hashable, ItemsView, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._deadlines import DeadlineIndex
 from ._frozen import FrozenMap
@@ -26,29 +26,81 @@ __all__ = ["Group", "Live", "State", "TopicEntry"]
 LiveKey = tuple[str, str]  # (cluster, addr): Java's BrokerAddrInfo
 
 
-class TopicEntry(dict[str, QueueData]):
+class TopicEntry(MutableMapping[str, QueueData]):
     """One topic: its rows by broker name (Java ``topicQueueTable[topic]``; the entry *is*
-    that dict), and the route snapshot and version the manager derived from them. Keeping
-    the three in one object means a topic costs one lookup in one large table whether it
-    is read, rebuilt or dropped, and one object less per topic than a dict beside them
-    (about 60 B).
+    that mapping), and the route snapshot and version the manager derived from them.
+    Keeping them in one object means a topic costs one lookup in one large table whether
+    it is read, rebuilt or dropped.
 
-    ``version`` is 0 until the manager first builds the topic; the entry (and with it the
-    route and version) goes when the topic's last row goes. Entries compare as dicts;
-    the indexes that hold them rely on identity.
+    Most topics have one row: it is held inline (two slots), and a dict exists only while
+    the topic has several (a one-entry dict costs about 200 B). ``version`` is 0 until the
+    manager first builds the topic; the entry (and with it the route and version) goes
+    when the topic's last row goes. Entries compare as mappings; the indexes that hold
+    them rely on identity. Every operation O(1) (iteration O(rows)).
     """
 
-    __slots__ = ("route", "version")
+    __slots__ = ("_many", "_name", "_row", "route", "version")
 
     def __init__(self) -> None:
-        super().__init__()
+        self._name: str | None = None  # the one row's broker name, when there is one
+        self._row: QueueData | None = None
+        self._many: dict[str, QueueData] | None = None  # every row, when several
         self.route: TopicRouteData | None = None
         self.version = 0
 
-    @property
-    def rows(self) -> dict[str, QueueData]:
-        """The rows by broker name: the entry itself."""
-        return self
+    def __getitem__(self, name: str) -> QueueData:
+        if self._many is not None:
+            return self._many[name]
+        if name == self._name and self._row is not None:
+            return self._row
+        raise KeyError(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if self._many is not None:
+            return self._many.get(name, default)
+        return self._row if name == self._name else default
+
+    def __contains__(self, name: object) -> bool:
+        many = self._many
+        return name in many if many is not None else name == self._name
+
+    def __setitem__(self, name: str, row: QueueData) -> None:
+        many = self._many
+        if many is not None:
+            many[name] = row
+        elif self._name is None or self._name == name:
+            self._name, self._row = name, row
+        else:
+            assert self._row is not None
+            self._many = {self._name: self._row, name: row}
+            self._name = self._row = None
+
+    def __delitem__(self, name: str) -> None:
+        many = self._many
+        if many is not None:
+            del many[name]
+            if len(many) == 1:
+                ((self._name, self._row),) = many.items()
+                self._many = None
+        elif name == self._name and self._name is not None:
+            self._name = self._row = None
+        else:
+            raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._many is not None:
+            return iter(self._many)
+        return iter(() if self._name is None else (self._name,))
+
+    def __len__(self) -> int:
+        if self._many is not None:
+            return len(self._many)
+        return 0 if self._name is None else 1
+
+    def items(self) -> ItemsView[str, QueueData]:
+        if self._many is not None:
+            return self._many.items()
+        return ItemsView(self)
 
 
 class Group:
@@ -205,7 +257,7 @@ class State:
             self.drop_row(topic, name)
         return True
 
-    def rows_of(self, topic: str) -> dict[str, QueueData]:
+    def rows_of(self, topic: str) -> MutableMapping[str, QueueData]:
         """The rows of ``topic`` by broker name; empty for an unknown topic. O(1)."""
         entry = self.topics.get(topic)
         return entry if entry is not None else {}
