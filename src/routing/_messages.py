@@ -87,6 +87,8 @@ class TopicTable(FrozenMap[str, TopicConfig]):
                 raise InvalidRequest(f"expected a TopicConfig, got {config!r:.80}",
                                      field="Registration.topics", value=config)
             data[config.topic_name] = config
+        if not data:
+            return EMPTY_TOPICS
         object.__setattr__(table, "_data", data)
         object.__setattr__(table, "_hash", None)
         return table

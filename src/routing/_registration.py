@@ -94,7 +94,9 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
     is_master = bid == MASTER_ID
     is_prime_slave = not is_old and not is_master and bid == min(group.addrs)
     old_live = state.live.get(key)
-    version_changed = old_live is None or old_live.data_version != reg.data_version
+    stored = None if old_live is None else old_live.data_version
+    version_changed = stored is None or not (stored is reg.data_version
+                                             or stored == reg.data_version)
     writes = is_master or is_prime_slave
     deletes = (writes and config.delete_topic_with_broker_registration and not reg.partial
                and not reg.topic_queue_mappings)
@@ -108,7 +110,7 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
                 timeout=reg.heartbeat_timeout_ms or config.default_heartbeat_timeout_ms,
                 data_version=reg.data_version, channel=reg.channel,
                 ha_server_addr=reg.ha_server_addr, generation=generation)
-    if writes and reg.topics:  # (an empty table is checked in O(1) anyway)
+    if writes:  # (the shared empty table shares one weak reference too)
         live.applied_table, live.applied_epoch = weakref.ref(reg.topics), group.rows_epoch
         live.applied_deleted = deletes
     state.put_live(live)
