@@ -341,8 +341,7 @@ class RouteInfoManager:
                 bucket = live.bucket  # DeadlineIndex.touch, inlined
                 bucket[key] = now
                 bucket.move_to_end(key)
-                stored = live.data_version
-                if not (stored is data_version or stored == data_version):
+                if not ((stored := live.data_version) is data_version or stored == data_version):
                     return VersionAnswer(changed=True, stored=stored)
                 if live.unchanged_answer is None:
                     live.unchanged_answer = VersionAnswer(changed=False, stored=stored)
@@ -558,7 +557,8 @@ class RouteInfoManager:
                 removed: tuple[BrokerRemoved, ...] = (),
                 notices: Sequence[MinBrokerIdChanged] = ()) -> RouteChange | None:
         """Rebuild the routes of touched topics; return the event for the listener."""
-        changed = self._book.commit(self._state)
+        st = self._state
+        changed = self._book.commit(st) if st.touched or st.vanished else []
         if self._listener is None or not (changed or registered or removed or notices):
             return None
         return RouteChange(at_ms=now, operation=operation, changed_topics=frozenset(changed),

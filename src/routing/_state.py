@@ -352,6 +352,11 @@ class State:
         self.live[live.key] = live
         if live.channel is not None:
             self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
+        if old is not None and old.timeout == live.timeout:  # a refresh: DeadlineIndex.touch
+            bucket = live.bucket = old.bucket
+            bucket[live.key] = live.last_update
+            bucket.move_to_end(live.key)
+            return
         live.bucket = self.deadlines.set(live.key, timeout_ms=live.timeout,
                                          deadline_ms=live.last_update + live.timeout,
                                          previous_timeout_ms=None if old is None
