@@ -6,14 +6,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: venv node-client test lint typecheck pytest package-check demo bench bench-quick java-check clean
+.PHONY: venv node-client browser test lint typecheck pytest package-check demo bench bench-quick java-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	@# the distribution was called `routing` before 0.2.0: drop an old editable install
 	-@$(BIN)/pip uninstall --quiet --yes routing >/dev/null 2>&1
-	$(BIN)/pip install --quiet -e '.[dev,testing,spark,cli]'
+	$(BIN)/pip install --quiet -e '.[dev,testing,spark,cli,metrics,uvloop]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -25,6 +25,16 @@ venv: $(STAMP)
 
 node-client: .node/node_modules/ali-ons/package.json
 
+# Headless Chromium for tests/test_report_browser.py (Debian's package, driven by Playwright
+# from the `browser` extra). Installed when missing and running as root; otherwise the test
+# skips, except in CI (CI set), where a missing browser fails it.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (apt-get) for the report's browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "note: chromium is missing; the report's browser test will skip (and fail in CI)"; fi; }
+
 java-check:
 	@java -version >/dev/null 2>&1 || { echo "Java 17+ is needed for the Spark pipeline (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@$(PYTHON) -c "import re,subprocess,sys; out=subprocess.run(['java','-version'],capture_output=True,text=True).stderr; m=re.search(r'version \"(\d+)', out); v=int(m.group(1)) if m else 0; sys.exit(0 if v>=17 else print(f'Java {v} found; the Spark pipeline needs Java 17+') or 1)"
@@ -35,7 +45,7 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy --strict src
 
-pytest: venv java-check node-client
+pytest: venv java-check node-client browser
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest -q
 
 # The package as users get it: wheel + sdist, installed (not editable) in a fresh venv

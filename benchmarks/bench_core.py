@@ -762,7 +762,7 @@ COMPLEXITY = (
     ("register unchanged (same object)", "O(T_payload): a version and row check per topic",
      "O(I): the applied table is the same object and no row changed since"),
     ("register unchanged (equal copy)", "O(T_payload)",
-     "O(T_payload): one comparison of the two topic tables (TopicConfig.__eq__ per topic)"),
+     "O(T_payload) in C: the table's names against the group's row index (dict keys <=)"),
     ("heartbeat", "O(1)", "O(1): the key moves to the end of its deadline bucket; a stale "
      "bucket record is corrected by a later scan, O(B), B = distinct timeouts"),
     ("query_data_version", "O(1)", "O(1), as heartbeat"),

@@ -76,7 +76,7 @@ def test_targets_memory_and_concurrency_are_reported(quick_report):
         assert document["concurrency"][side]["reader_pickups_per_s"] > 0
 
 
-@pytest.mark.parametrize("module", ["bench_remoting", "bench_sim"])
+@pytest.mark.parametrize("module", ["bench_remoting", "bench_sim", "bench_hotpath"])
 def test_optional_suites_run_quick(module):
     rows, error = bench_main.run_optional(module, quick=True)
     assert error is None, error

@@ -16,7 +16,7 @@ def test_help_lists_every_command_without_importing_spark():
             "print(out)\nprint('pyspark' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    for command in ("analyze", "demo", "serve", "simulate"):
+    for command in ("analyze", "broker", "demo", "serve", "simulate"):
         assert command in out
     assert out.strip().endswith("False")
 

@@ -22,6 +22,7 @@ from routing.heartbeat import (
     BrokerHeartbeat,
     QueryOutcome,
     SendHeartbeat,
+    SendMemberGroupQuery,
     SendRegistration,
     SendUnregister,
     SendVersionQuery,
@@ -452,10 +453,17 @@ def test_version_bump_makes_the_next_unforced_round_register_via_a_real_manager(
     clock.set(10_000)
     assert sends(serve(hb.poll())) == []  # unchanged: the query round registers nothing
     clock.set(20_000)
-    hb.update_topics([topic("Other")])
-    clock.set(40_000)
-    assert len(sends(serve(hb.poll()))) == 1
+    out = hb.update_topics([topic("Other")])
+    (inc,) = sends(out)  # sent at once, the increment only
+    assert set(inc.registration.topics) == {"Other"} and inc.registration.partial
+    serve(out)
     assert mgr.pickup_route("Other") is not None
+    clock.set(40_000)
+    queried = hb.poll()
+    assert sends(serve(queried)) == []  # the name server already holds the bumped version
+    assert hb.delete_topics(["Other"]) == ()  # Java sends nothing for a deletion ...
+    clock.set(70_000)
+    assert len(sends(serve(hb.poll()))) == 1  # ... but the bump makes the next round register
 
 
 # =========================================================================== first reply wins
@@ -712,7 +720,8 @@ def test_isolated_broker_neither_registers_nor_heartbeats() -> None:
     assert hb.start() == ()
     for now in (1_000, 2_000, 10_000, 40_000):
         clock.set(now)
-        assert hb.poll() == ()
+        # Java keeps syncing the member group while isolated; nothing else goes out
+        assert all(isinstance(a, SendMemberGroupQuery) for a in hb.poll())
     clock.set(41_500)
     out = hb.end_isolation()
     assert not hb.isolated
@@ -761,12 +770,12 @@ def test_acting_master_heartbeat_is_a_oneway_version_query() -> None:
 def test_acting_master_heartbeat_without_old_namesrv_compatibility() -> None:
     hb = started(enable_slave_acting_master=True, compatible_with_old_namesrv=False,
                  broker_heartbeat_interval_ms=2_500)
-    out = hb.poll(1_000)
-    assert out == tuple(
+    out = [a for a in hb.poll(1_000) if not isinstance(a, SendMemberGroupQuery)]
+    assert out == [
         SendHeartbeat(name_server=ns, cluster="DefaultCluster", broker_addr="10.0.0.1:10911",
-                      broker_name="broker-a", broker_id=0, timeout_ms=1_000) for ns in NS)
-    assert hb.poll(3_499) == ()
-    assert len(hb.poll(3_500)) == 2
+                      broker_name="broker-a", broker_id=0, timeout_ms=1_000) for ns in NS]
+    assert not any(isinstance(a, SendHeartbeat) for a in hb.poll(3_499))
+    assert len([a for a in hb.poll(3_500) if isinstance(a, SendHeartbeat)]) == 2
 
 
 def test_acting_master_registration_carries_the_short_timeout() -> None:
@@ -806,7 +815,8 @@ def test_shutdown_unregisters_from_every_name_server() -> None:
     assert hb.poll(50_000) == ()
     assert hb.on_register_reply(a.name_server, a.request_id, OK) == ()
     assert hb.register_now() == ()
-    assert hb.update_topics([topic("Late")]).counter == 1  # the table still works
+    assert hb.update_topics([topic("Late")]) == ()  # the table still works, nothing is sent
+    assert hb.data_version.counter == 1
 
 
 def test_shutdown_before_start_still_unregisters() -> None:
@@ -824,15 +834,19 @@ def test_topic_updates_bump_the_data_version() -> None:
     hb = make(clock)
     assert hb.data_version == r.DataVersion(timestamp=100, counter=0)
     clock.set(200)
-    v = hb.update_topics([topic("A"), topic("B")])
-    assert v == r.DataVersion(timestamp=200, counter=1) == hb.data_version
+    hb.update_topics([topic("A"), topic("B")])  # not started: nothing to send
+    assert hb.data_version == r.DataVersion(timestamp=200, counter=1)
+    hb.update_topics([topic("A")], now_ms=250)  # unchanged: no bump (Java's idempotent update)
+    assert hb.data_version.counter == 1
     clock.set(300)
     assert hb.bump_data_version(state_version=7) == r.DataVersion(
         state_version=7, timestamp=300, counter=2)
     clock.set(400)
-    assert hb.delete_topics(["A", "Missing"]).state_version == 7  # the epoch is kept
+    assert hb.delete_topics(["A", "Missing"]) == ()
+    assert hb.data_version.state_version == 7  # the epoch is kept
     assert hb.data_version.counter == 3
-    assert hb.delete_topics(["Missing"]).counter == 3  # nothing removed, no bump
+    hb.delete_topics(["Missing"])
+    assert hb.data_version.counter == 3  # nothing removed, no bump
     assert hb.set_topics([topic("C")], now_ms=500) == r.DataVersion(
         state_version=7, timestamp=500, counter=4)
     assert set(hb.topics) == {"C"}

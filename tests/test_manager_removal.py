@@ -274,3 +274,25 @@ def test_removal_events_carry_reasons(clock):
     reasons = [(e.operation, [x.reason for x in e.removed]) for e in events[3:]]
     assert reasons == [("channel_closed", ["channel_closed"]), ("unregister", ["unregistered"]),
                        ("scan_expired", ["expired"])]
+
+
+def test_unregister_of_an_address_no_longer_in_its_group_changes_nothing(clock):
+    """Java counts the group as reduced anyway and, in an acting-master group with no
+    master, clears the write bit of its topics again (undoing an add-write-perm). routing
+    changes nothing: a stray unregister is not evidence about the group (docs/java-parity.md)."""
+    mgr = r.RouteInfoManager(clock=clock, config=r.RoutingConfig(support_acting_master=True))
+    for i in range(3):
+        mgr.register(reg("a", i, f"h:{i + 1}", enable_acting_master=True))
+    mgr.unregister(cluster="c1", broker_addr="h:1", broker_name="a", broker_id=0)
+    assert not mgr.pickup_route("T1").queue_datas[0].writable  # master gone: bit cleared
+    assert mgr.add_write_perm("a") == 2  # the operator restores writes
+    assert mgr.pickup_route("T1").queue_datas[0].writable
+    before = observable(mgr)
+    # h:1 again (already gone), and an address that was never a member
+    assert not mgr.unregister(cluster="c1", broker_addr="h:1", broker_name="a", broker_id=0)
+    assert not mgr.unregister(cluster="c1", broker_addr="h:9", broker_name="a", broker_id=7)
+    assert mgr.unregister_many([r.UnregisterRequest(cluster="c1", broker_addr="h:9",
+                                                    broker_name="a", broker_id=0)]) == (False,)
+    assert observable(mgr) == before
+    assert mgr.pickup_route("T1").queue_datas[0].writable  # Java would clear it again
+    mgr.check_invariants()

@@ -19,6 +19,7 @@ from routing.journal import JournalHeader, JournalRecord, Register, Scan
 from routing.journal._calls import Heartbeat, RegisterTopic, UnregisterMany
 from routing.pipeline import analyze_local
 from routing.pipeline._plan import WHOLE, component_count, components, nodes_of
+from routing.pipeline._report import write_report
 from routing.pipeline._scenarios import damage, play
 from routing.pipeline._schema import TABLES
 from routing.pipeline._session import (
@@ -28,7 +29,7 @@ from routing.pipeline._session import (
     log4j_config,
 )
 from routing.pipeline._summary import format_ms, format_time, render, summarize_rows
-from routing.pipeline._timeline import draw_timeline, write_html
+from routing.pipeline._timeline import draw_timeline
 from routing.pipeline._topics import Contribution, canonical_json, merge_routes, sweep_topic
 
 # --------------------------------------------------------------------------- plan
@@ -168,7 +169,7 @@ def test_the_summary_prints_the_answers(tables: dict[str, list[dict[str, Any]]])
     out = io.StringIO()
     render(summary, Console(file=out, width=160, color_system=None))
     text = out.getvalue()
-    for heading in ("Name servers", "Broker sessions", "Expiries", "Worst disagreement",
+    for heading in ("Name servers", "Broker sessions", "Expiries", "Worst disagreement incidents",
                     "Lowest availability", "Routes at", "Rejected lines"):
         assert heading in text
     assert summary.records == sum(x["records"] for x in tables["name_servers"])
@@ -181,8 +182,14 @@ def test_the_timeline_picture_and_page(tables: dict[str, list[dict[str, Any]]],
     png = draw_timeline(tables["sessions"], tables["disagreement"], tables["name_servers"],
                         tmp_path / "t.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    page = write_html(summarize_rows(tables), png, tmp_path / "t.html").read_text()
-    assert "data:image/png;base64," in page and "Worst disagreement windows" in page
+    page = write_report(tables, summarize_rows(tables), tmp_path / "t.html").read_text()
+    assert "<h2>Incidents</h2>" in page and 'id="tl-ns-0"' in page
+    assert "https://" not in page.split("<script>")[0]  # nothing fetched: plotly.js inline
+    # rejected lines by reason and file, expiries per broker
+    assert "<h2>Rejected lines</h2>" in page and "None: every line was used" not in page
+    assert all(f">{r['source']}<" in page for r in tables["rejected"])
+    assert all(f"{r['broker_name']} #{r['broker_id']} {r['broker_addr']}" in page
+               for r in tables["expiries"])
 
 
 def test_formats() -> None:
@@ -210,7 +217,7 @@ def test_analyze_local_from_the_command_line(tmp_path: Path) -> None:
     expected = analyze_local(paths, at=[1_000])
     for name in TABLES:
         assert pq.read_table(out / name).to_pylist() == expected[name], name
-    assert (out / "timeline.html").exists()
+    assert (out / "report.html").exists() and (out / "timeline.png").exists()
     assert CliRunner().invoke(analyze_command, [*paths, "--local"]).exit_code == 2
     bad = CliRunner().invoke(analyze_command, [*paths, str(tmp_path / "nope"), "--local",
                                                "--out", str(out)])

@@ -534,18 +534,105 @@ def test_processor_keeps_state_consistent_under_random_requests(clock: r.ManualC
     assert attrs.asdict(proc.scan())["close"] == ()
 
 
-def test_identical_registration_bodies_are_decoded_once(clock: r.ManualClock) -> None:
-    data = RegisterBrokerBody(topics=topics("T1", "T2")).encode()
-    proc = make(clock)
-    first = proc._register_body(data, False, CURRENT_VERSION)
-    assert proc._register_body(bytes(data), False, CURRENT_VERSION) is first
-    assert proc._register_body(data, False, V3_0_11 - 1) is not first  # another dialect
-    off = NameServerProcessor(proc.manager, body_cache_entries=0)
-    assert off._register_body(data, False, CURRENT_VERSION) is not off._register_body(
-        data, False, CURRENT_VERSION)
-    small = NameServerProcessor(proc.manager, body_cache_entries=2)
-    for counter in range(5):
-        body = RegisterBrokerBody(data_version=r.DataVersion(counter=counter),
-                                  topics=topics("T1", "T2")).encode()
-        assert small._register_body(body, False, CURRENT_VERSION).data_version.counter == counter
-    assert len(small._body_cache) == 2
+class _Spy:
+    """A manager wrapper recording the registrations it is handed."""
+
+    def __init__(self, manager: r.RouteInfoManager) -> None:
+        self.manager = manager
+        self.seen: list[r.Registration] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.manager, name)
+
+    def register(self, registration: r.Registration) -> r.RegisterResult:
+        self.seen.append(registration)
+        return self.manager.register(registration)
+
+
+@pytest.fixture
+def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
+          ) -> tuple[NameServerProcessor, _Spy, list[int]]:
+    """A processor over a spy, and the list of body sizes whose CRC it computed."""
+    from routing.remoting import _processor
+
+    crcs: list[int] = []
+
+    def counting_crc(data: bytes) -> int:
+        crcs.append(len(data))
+        return body_crc32(data)
+
+    monkeypatch.setattr(_processor, "body_crc32", counting_crc)
+    spy = _Spy(r.RouteInfoManager(clock=clock))
+    return NameServerProcessor(spy), spy, crcs  # type: ignore[arg-type]
+
+
+def test_an_identical_re_registration_reuses_the_registration_without_a_second_crc(spied):
+    proc, spy, crcs = spied
+    for _ in range(3):  # each send decodes a fresh frame: new bytes objects every time
+        assert register(proc).response.code == ResponseCode.SUCCESS
+    first, second, third = spy.seen
+    assert second is first and third is first
+    assert len(crcs) == 1  # equal bytes were checked once
+    assert proc.manager.pickup_route("T1") is not None
+
+
+def test_the_same_body_under_a_changed_header_is_not_decoded_again(spied):
+    proc, spy, crcs = spied
+    register(proc)
+    register(proc, heartbeatTimeoutMillis="5000")
+    first, second = spy.seen
+    assert second is not first and second.heartbeat_timeout_ms == 5000
+    assert second.topics is first.topics  # the body was not decoded again
+    assert len(crcs) == 1
+    register(proc, channel="another")  # a reconnect: the channel is part of the registration
+    assert spy.seen[-1].channel == "another" and spy.seen[-1].topics is first.topics
+
+
+def test_a_changed_body_is_decoded_and_its_crc_checked(spied):
+    proc, spy, crcs = spied
+    register(proc)
+    register(proc, table=topics("T1", "T3"))
+    assert set(spy.seen[-1].topics) == {"T1", "T3"}
+    assert spy.seen[-1].topics is not spy.seen[0].topics
+    assert len(crcs) == 2
+    assert proc.manager.pickup_route("T3") is not None
+
+
+def test_a_changed_body_claiming_the_previous_crc_is_refused(spied):
+    proc, spy, _ = spied
+    register(proc)
+    good = RegisterBrokerBody(data_version=r.DataVersion(timestamp=5, counter=1),
+                              topics=topics("T1", "T2")).encode()
+    bad = good.replace(b'"T2"', b'"T9"')
+    assert bad != good and len(bad) == len(good)
+    out = send(proc, RequestCode.REGISTER_BROKER, body=bad, brokerName="broker-a",
+               brokerAddr=A0, clusterName="c1", haServerAddr=A0.replace("10911", "10912"),
+               brokerId="0", bodyCrc32=str(body_crc32(good)), compressed="false")
+    assert out.response.code == ResponseCode.SYSTEM_ERROR
+    assert out.response.remark == "crc32 not match"
+    assert len(spy.seen) == 1 and proc.manager.pickup_route("T9") is None
+
+
+def test_another_dialect_of_the_same_bytes_is_decoded_again(spied):
+    proc, spy, _ = spied
+    data = RegisterBrokerBody(topics=topics("T1", "T2")).encode(version=V3_0_11 - 1)
+    fields = {"brokerName": "broker-a", "brokerAddr": A0, "clusterName": "c1",
+              "haServerAddr": A0, "brokerId": "0"}
+    send(proc, RequestCode.REGISTER_BROKER, body=data, version=V3_0_11 - 1, **fields)
+    send(proc, RequestCode.REGISTER_BROKER, body=data, version=CURRENT_VERSION, **fields)
+    old, new = spy.seen
+    assert set(old.topics) == {"T1", "T2"} and new is not old
+    assert old.filter_servers is None
+
+
+def test_registration_memos_are_bounded_and_can_be_turned_off(clock: r.ManualClock) -> None:
+    spy = _Spy(r.RouteInfoManager(clock=clock))
+    off = NameServerProcessor(spy, body_cache_entries=0)  # type: ignore[arg-type]
+    register(off)
+    register(off)
+    assert spy.seen[0] is not spy.seen[1] and spy.seen[0] == spy.seen[1]
+    small = NameServerProcessor(r.RouteInfoManager(clock=clock), body_cache_entries=2)
+    for i in range(5):
+        register(small, name=f"b{i}", addr=f"10.0.1.{i}:10911")
+    assert len(small._memo) == 2
+    assert small._memo.bytes == sum(len(m.data) for m in small._memo._memos.values())

@@ -374,3 +374,21 @@ def test_acting_master_mode_heartbeats_every_second_and_fails_over_in_routes() -
     list(replay(read.records, replayer=player))
     for ns in result.nameserver_ids:
         assert observable(player.managers[ns]) == observable(result.managers[ns])
+
+
+def test_acting_master_slave_learns_from_member_group_sync_that_it_acts() -> None:
+    """``syncBrokerMemberGroup`` runs in the simulator: once the name servers expire the
+    crashed master, its slave's view of the group says the slave acts as master."""
+    from routing.sim._runner import Simulation
+    config = SimConfig(seed=7, duration_ms=90_000, groups=2, nameservers=2, slaves=1,
+                       clients=1, acting_master=True,
+                       routing=r.RoutingConfig(support_acting_master=True),
+                       faults=(Crash(at_ms=60_000, group=0, mode="halt"),))
+    sim = Simulation(config)
+    slave = sim._groups[0].procs[1]
+    other = sim._groups[1].procs[1]
+    sim.run()
+    assert slave.hb is not None and other.hb is not None
+    assert slave.hb.acting_as_master and slave.hb.min_broker_id == 1
+    assert dict(slave.hb.member_group) == {1: slave.addr}
+    assert not other.hb.acting_as_master  # its master is alive

@@ -10,6 +10,10 @@ scan walks a plain-list copy of it, renewed whenever the order changes (seating,
 or unseating a bucket: O(B) for a handful of timeouts), which spares every scan the
 sorted list's Python-level iteration.
 
+Each bucket holds, per key, the *refresh time* ``deadline - timeout`` (the bucket knows
+its timeout): a heartbeat stores the very clock reading the live entry keeps, so a broker
+costs no deadline integer of its own (about 36 B) and a refresh no addition.
+
 Costs: refresh O(1); idle scan O(1) (one comparison with `DeadlineIndex.lower_bound`);
 each expiry O(1) amortised, plus O(B) when a bucket's record must be corrected
 (B = number of distinct timeouts).
@@ -54,7 +58,8 @@ class DeadlineIndex(Generic[K]):
     __slots__ = ("_buckets", "_count", "_empty", "_heads", "_order", "_recorded", "lower_bound")
 
     def __init__(self) -> None:
-        # timeout -> (key -> deadline), oldest deadline first; every bucket is seated
+        # timeout -> (key -> refresh time = deadline - timeout), oldest first; every bucket
+        # is seated
         self._buckets: dict[int, OrderedDict[K, int]] = {}
         # (recorded deadline, timeout) of every bucket; each record is a lower bound
         self._heads: SortedList = SortedList()
@@ -76,11 +81,15 @@ class DeadlineIndex(Generic[K]):
         return any(key in bucket for bucket in self._buckets.values())
 
     def set(self, key: K, *, timeout_ms: int, deadline_ms: int,
-            previous_timeout_ms: int | None = None) -> None:
+            previous_timeout_ms: int | None = None, refresh_ms: int | None = None
+            ) -> OrderedDict[K, int]:
         """Insert or refresh ``key``. ``deadline_ms`` must be >= every deadline already in
         the bucket of ``timeout_ms`` (true when deadline = now + timeout, now monotonic).
-        A key that moves to another timeout needs ``previous_timeout_ms``. O(1); O(B)
-        when it seats a new bucket (B = distinct timeouts)."""
+        A key that moves to another timeout needs ``previous_timeout_ms``. ``refresh_ms``
+        (``deadline_ms - timeout_ms``, when the caller holds that integer) is stored as is.
+        Returns the key's bucket: while the key is in it the bucket stays this object, so
+        a caller may refresh the key there itself (see `touch`). O(1); O(B) when it seats
+        a new bucket (B = distinct timeouts)."""
         if previous_timeout_ms is not None and previous_timeout_ms != timeout_ms:
             self.discard(key, timeout_ms=previous_timeout_ms)
         bucket = self._buckets.get(timeout_ms)
@@ -93,12 +102,28 @@ class DeadlineIndex(Generic[K]):
         elif not bucket:
             self._empty.discard(timeout_ms)
             self._lower_to(deadline_ms)  # the bucket's record may be far older: keep it
+        refresh = deadline_ms - timeout_ms if refresh_ms is None else refresh_ms
         if key in bucket:
-            bucket[key] = deadline_ms
+            bucket[key] = refresh
             bucket.move_to_end(key)
         else:
-            bucket[key] = deadline_ms
+            bucket[key] = refresh
             self._count += 1
+        return bucket
+
+    def bucket_of(self, timeout_ms: int) -> OrderedDict[K, int] | None:
+        """The bucket of ``timeout_ms`` (refresh times by key), or None. O(1)."""
+        return self._buckets.get(timeout_ms)
+
+    def touch(self, key: K, timeout_ms: int, now_ms: int) -> None:
+        """Refresh a key the index holds under ``timeout_ms`` (the caller knows it is there)
+        at ``now_ms``, its new deadline being ``now_ms + timeout_ms``: `set` without its
+        checks. A holder of the key's bucket (returned by `set`) may do the same two steps
+        itself. ``now_ms`` must be >= every refresh in the bucket (a
+        monotonic clock). O(1): one store and one ``move_to_end``."""
+        bucket = self._buckets[timeout_ms]
+        bucket[key] = now_ms
+        bucket.move_to_end(key)
 
     def _lower_to(self, deadline_ms: int) -> None:
         bound = self.lower_bound
@@ -134,8 +159,8 @@ class DeadlineIndex(Generic[K]):
 
     def earliest(self) -> int | None:
         """The smallest deadline, or None when empty. O(B)."""
-        return min((next(iter(bucket.values())) for bucket in self._buckets.values()
-                    if bucket), default=None)
+        return min((next(iter(bucket.values())) + timeout for timeout, bucket
+                    in self._buckets.items() if bucket), default=None)
 
     def pop_expired(self, now_ms: int) -> list[K]:
         """Remove and return every key with ``deadline < now_ms`` (D1's strict rule), in
@@ -162,25 +187,26 @@ class DeadlineIndex(Generic[K]):
             if not bucket:
                 continue
             values = bucket.values()
-            if next(reversed(values)) < now_ms:  # all due: empty the bucket, it stays seated
+            limit = now_ms - timeout_ms  # refreshed before it: deadline < now, due
+            if next(reversed(values)) < limit:  # all due: empty the bucket, it stays seated
                 sources += 1
                 expired.extend(bucket)
-                deadlines.extend(values)
+                deadlines.extend([refresh + timeout_ms for refresh in values])
                 bucket.clear()
                 self._empty.add(timeout_ms)
                 continue
             due = 0
-            for deadline in values:  # deadline order: the due keys come first
-                if deadline >= now_ms:
+            for refresh in values:  # deadline order: the due keys come first
+                if refresh >= limit:
                     break
                 due += 1
             if due:  # some, not all (the last deadline is not due)
                 sources += 1
             for _ in range(due):
-                key, deadline = bucket.popitem(last=False)
+                key, refresh = bucket.popitem(last=False)
                 expired.append(key)
-                deadlines.append(deadline)
-            fixes.append((head, next(iter(bucket.values()))))
+                deadlines.append(refresh + timeout_ms)
+            fixes.append((head, next(iter(bucket.values())) + timeout_ms))
         self._count -= len(expired)
         if fixes:
             recorded_of = self._recorded
@@ -202,8 +228,8 @@ class DeadlineIndex(Generic[K]):
     def items(self) -> Iterator[tuple[K, int, int]]:
         """``(key, timeout_ms, deadline_ms)`` for every key, bucket by bucket. O(n)."""
         for timeout_ms, bucket in self._buckets.items():
-            for key, deadline in bucket.items():
-                yield key, timeout_ms, deadline
+            for key, refresh in bucket.items():
+                yield key, timeout_ms, refresh + timeout_ms
 
     def problems(self) -> list[str]:
         """Self-check for `RouteInfoManager.check_invariants`. O(n log n)."""
@@ -220,7 +246,7 @@ class DeadlineIndex(Generic[K]):
                 continue
             if timeout_ms in self._empty:
                 found.append(f"deadline bucket {timeout_ms} ms is marked empty but is not")
-            deadlines = list(bucket.values())
+            deadlines = [refresh + timeout_ms for refresh in bucket.values()]
             if deadlines != sorted(deadlines):
                 found.append(f"deadline bucket {timeout_ms} ms is not in deadline order")
             if recorded > deadlines[0]:

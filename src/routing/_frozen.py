@@ -9,7 +9,7 @@ with the last one applied costs O(1) when the hashes differ and when the object 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar
 
 __all__ = ["FrozenMap", "freeze_map"]
@@ -44,6 +44,17 @@ class FrozenMap(Mapping[K, V]):
 
     def get(self, key: K, default: Any = None) -> Any:
         return self._data.get(key, default)
+
+    # The views are the dict's own (read-only, C-level): set operations on the keys, such
+    # as the unchanged-table check of a registration, run without Python code per item.
+    def keys(self) -> KeysView[K]:
+        return self._data.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._data.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._data.items()
 
     def __eq__(self, other: object) -> bool:
         if self is other:

@@ -8,6 +8,7 @@ from collections.abc import Hashable
 from ._errors import InvariantViolation
 from ._routes import build_route, representative_flag
 from ._state import LiveKey, State, TopicEntry
+from ._state import members as names_of
 from ._values import TopicSysFlag
 
 __all__ = ["find_problems"]
@@ -22,7 +23,7 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
     # --- topic rows and the group -> topics index
     topics_of_group: dict[str, dict[str, TopicEntry]] = {}
     for topic, entry in state.topics.items():
-        rows = entry.rows
+        rows = entry
         if not rows:
             add(f"topic {topic!r} has an empty row map")
         for name, row in rows.items():
@@ -31,7 +32,10 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
             if name not in state.groups:
                 add(f"topic {topic!r} has a row of missing group {name!r}")
             topics_of_group.setdefault(name, {})[topic] = entry
-    if topics_of_group != state.topics_of_group:  # entries compare by identity
+    def ids(index: dict[str, dict[str, TopicEntry]]) -> dict[str, dict[str, int]]:
+        return {name: {t: id(e) for t, e in es.items()} for name, es in index.items()}
+
+    if ids(topics_of_group) != ids(state.topics_of_group):  # the very entries, by identity
         add(f"group->topics index differs: index {_diff(state.topics_of_group, topics_of_group)}")
 
     # --- groups, clusters, and the address index
@@ -44,8 +48,9 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
             clusters_of_group.setdefault(name, set()).add(cluster)
             if name not in state.groups:
                 add(f"cluster {cluster!r} lists missing group {name!r}")
-    if clusters_of_group != state.clusters_of_group:
-        add(f"group->clusters index differs: {_diff(state.clusters_of_group, clusters_of_group)}")
+    held_clusters = {k: set(names_of(v)) for k, v in state.clusters_of_group.items()}
+    if clusters_of_group != held_clusters:
+        add(f"group->clusters index differs: {_diff(held_clusters, clusters_of_group)}")
     for name, group in state.groups.items():
         if group.broker_name != name:
             add(f"group filed under {name!r} is named {group.broker_name!r}")
@@ -59,8 +64,12 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
             add(f"group {name!r} cached BrokerData is stale")
         for addr in group.addrs.values():
             groups_of_addr.setdefault((group.cluster, addr), set()).add(name)
-    if groups_of_addr != state.groups_of_addr:
-        add(f"address->groups index differs: {_diff(state.groups_of_addr, groups_of_addr)}")
+    held_groups = {k: set(names_of(v)) for k, v in state.groups_of_addr.items()}
+    if groups_of_addr != held_groups:
+        add(f"address->groups index differs: {_diff(held_groups, groups_of_addr)}")
+    for index in (state.clusters_of_group, state.groups_of_addr):
+        if any(type(v) is not str and len(v) < 2 for v in index.values()):
+            add("an index holds a set of fewer than two names (one is kept as the string)")
 
     # --- live entries, channels, deadlines, filter servers
     keys_of_channel: dict[Hashable, set[LiveKey]] = {}
@@ -69,6 +78,8 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
             add(f"live entry filed under {key} has key {live.key}")
         if live.channel is not None:
             keys_of_channel.setdefault(live.channel, set()).add(key)
+        if live.bucket is not state.deadlines.bucket_of(live.timeout):
+            add(f"live entry {key} does not hold its deadline bucket")
     if keys_of_channel != state.keys_of_channel:
         add("channel->brokers index differs from the live table")
     indexed = {key: (timeout, deadline) for key, timeout, deadline in state.deadlines.items()}

@@ -32,15 +32,15 @@ from ._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
-from ._registration import NO_WRITE, apply_registration, decide_registration, min_id_notice
+from ._registration import apply_registration, decide_registration
+from ._removal import batch_notices, remove_member, set_write_bit
 from ._routes import RouteBook
-from ._state import Group, Live, LiveKey, State, no_master
+from ._state import Live, LiveKey, State
 from ._validate import MAX_QUEUE_NUMS, check_addr, check_int, check_name, check_topic, fail
 from ._values import (
     BrokerAddr,
     BrokerLiveInfo,
     DataVersion,
-    Perm,
     QueueData,
     TopicRouteData,
     unchecked,
@@ -81,9 +81,11 @@ class RouteInfoManager:
         self._listener = listener
         self._lock = threading.RLock()
         self._state = State()
+        self._live = self._state.live  # the hot paths' shortcut to the live table
         self._book = RouteBook(support_acting_master=self._config.support_acting_master)
         self._generation = 0
         self._last_now = self._clock.now_ms()
+        self._started_ms = self._last_now
         wait = self._config.wait_for_service_ms
         self._ready_at_ms = self._last_now + (wait or 0)
         self._ready = wait is None or wait == 0
@@ -98,6 +100,30 @@ class RouteInfoManager:
     def clock(self) -> Clock:
         return self._clock
 
+    def reconfigure(self, config: RoutingConfig) -> None:
+        """Replace the settings at once (a name server's UPDATE_NAMESRV_CONFIG).
+
+        Later calls follow ``config``. The readiness window stays anchored at construction
+        (Java counts from start-up): it is open until ``start + wait_for_service_ms``.
+        Turning ``support_acting_master`` on or off rebuilds every route (O(T·B_t·I));
+        any other change is O(1). Routes already handed out stay as they were.
+        """
+        if not isinstance(config, RoutingConfig):
+            fail("config", config, "a RoutingConfig")
+        with self._lock:
+            now = self._now()
+            old, self._config = self._config, config
+            wait = config.wait_for_service_ms
+            self._ready_at_ms = self._started_ms + (wait or 0)
+            self._ready = wait is None or self._ready_at_ms <= now
+            if config.support_acting_master == old.support_acting_master:
+                return
+            self._book.support_acting_master = config.support_acting_master
+            self._state.touched.update(self._state.topics)
+            event = self._commit(now, "reconfigure")
+        if event is not None:
+            self._emit(event)
+
     def __repr__(self) -> str:
         st = self._state
         return (f"<RouteInfoManager topics={len(st.topics)} groups={len(st.groups)} "
@@ -109,9 +135,9 @@ class RouteInfoManager:
         """Register (or refresh) a broker and its topics (Java ``registerBroker``, §2.1).
 
         Cost: O(I) plus O(T_payload) when the data version changed, on first registration,
-        or when rows are missing; O(I) for an unchanged re-registration that passes the
-        same topic table as last time (equal by identity or value). A rejection (D3)
-        changes nothing and returns ``accepted=False``.
+        or when rows are missing; unchanged, O(I) for the same table object as last time,
+        else one C-level check of its names against the group's rows (~15 ns per topic).
+        A rejection (D3) changes nothing and returns ``accepted=False``.
         """
         reg = registration
         if not isinstance(reg, Registration):
@@ -182,17 +208,18 @@ class RouteInfoManager:
         with self._lock:
             now = self._now()
             removed: list[BrokerRemoved] = []
-            notices: list[MinBrokerIdChanged] = []
+            pending: dict[str, str] = {}
             unregister = self._unregister
-            outcome = tuple([unregister(*req, removed, notices) for req in requests])
-            event = self._commit(now, "unregister", removed=tuple(removed), notices=notices)
+            outcome = tuple([unregister(*req, removed, pending) for req in requests])
+            event = self._commit(now, "unregister", removed=tuple(removed),
+                                 notices=batch_notices(self._state, pending))
         if event is not None:
             self._emit(event)
         return outcome
 
     def _unregister(self, cluster: str, addr: str, broker_name: str, broker_id: int,
                     generation: int | None, removed: list[BrokerRemoved],
-                    notices: list[MinBrokerIdChanged]) -> bool:
+                    pending: dict[str, str]) -> bool:
         st = self._state
         key: LiveKey = (cluster, addr)
         live = st.live.get(key)
@@ -206,7 +233,7 @@ class RouteInfoManager:
             changed = True
         group = st.groups.get(broker_name)
         if group is not None:
-            changed |= self._remove_member(group, addr, broker_id, notices)
+            changed |= remove_member(self._state, self._config, group, addr, broker_id, pending)
         return changed
 
     def scan_expired(self) -> tuple[ExpiredBroker, ...]:
@@ -222,11 +249,12 @@ class RouteInfoManager:
             if bound is None or bound >= now:
                 return ()
             removed: list[BrokerRemoved] = []
-            notices: list[MinBrokerIdChanged] = []
+            pending: dict[str, str] = {}
             drop = self._drop_live_entry
-            expired = tuple([drop(key, "expired", removed, notices)
+            expired = tuple([drop(key, "expired", removed, pending)
                              for key in self._state.deadlines.pop_expired(now)])
-            event = self._commit(now, "scan_expired", removed=tuple(removed), notices=notices)
+            event = self._commit(now, "scan_expired", removed=tuple(removed),
+                                 notices=batch_notices(self._state, pending))
         if event is not None:
             self._emit(event)
         return expired
@@ -246,16 +274,17 @@ class RouteInfoManager:
             if not keys:
                 return ()
             removed: list[BrokerRemoved] = []
-            notices: list[MinBrokerIdChanged] = []
-            gone = tuple(self._drop_live_entry(k, "channel_closed", removed, notices)
+            pending: dict[str, str] = {}
+            gone = tuple(self._drop_live_entry(k, "channel_closed", removed, pending)
                          for k in keys)
-            event = self._commit(now, "channel_closed", removed=tuple(removed), notices=notices)
+            event = self._commit(now, "channel_closed", removed=tuple(removed),
+                                 notices=batch_notices(self._state, pending))
         if event is not None:
             self._emit(event)
         return gone
 
     def _drop_live_entry(self, key: LiveKey, reason: RemovalReason,
-                         removed: list[BrokerRemoved], notices: list[MinBrokerIdChanged]
+                         removed: list[BrokerRemoved], pending: dict[str, str]
                          ) -> ExpiredBroker:
         """Remove a live entry and the address's memberships: every group of the same
         cluster holding it (Java matches the first only), and the group it registered
@@ -264,13 +293,13 @@ class RouteInfoManager:
         live = st.drop_live(key, expired=reason == "expired")
         assert live is not None
         addr, own_name = key[1], live.broker_name
-        names = st.groups_of_addr.get(key, ())
+        names = st.groups_at(key)
         if len(names) == 1 and own_name in names:  # the usual case: only its own group
             group = st.groups[own_name]
             member_id = live.broker_id
             if group.addrs.get(member_id) != addr:  # re-registered under another id
                 member_id = next(i for i, a in group.addrs.items() if a == addr)
-            self._remove_member(group, addr, member_id, notices)
+            remove_member(st, self._config, group, addr, member_id, pending)
         else:
             own = st.groups.get(own_name)
             if own is not None and own_name not in names and addr in own.addrs.values():
@@ -278,35 +307,13 @@ class RouteInfoManager:
             for name in sorted(names):
                 group = st.groups[name]
                 member_id = next(i for i, a in group.addrs.items() if a == addr)
-                self._remove_member(group, addr, member_id, notices)
+                remove_member(st, self._config, group, addr, member_id, pending)
         if self._listener is not None:
             removed.append(self._removed(live, reason))
         return unchecked(ExpiredBroker, cluster=key[0], broker_addr=addr,
                          broker_name=own_name, broker_id=live.broker_id, channel=live.channel,
                          last_update_ms=live.last_update, timeout_ms=live.timeout,
                          generation=live.generation)
-
-    def _remove_member(self, group: Group, addr: str, broker_id: int,
-                       notices: list[MinBrokerIdChanged]) -> bool:
-        """Java §2.4 step 2–5 for one group: remove by address, drop an emptied group with
-        its rows (O(T_b)), or clear the write bit of a master-less acting-master group."""
-        st = self._state
-        min_changed = (group.enable_acting_master and bool(group.addrs)
-                       and broker_id == min(group.addrs))
-        if group.addrs.get(broker_id) == addr:
-            st.remove_member(group, broker_id, addr)
-        elif not st.remove_addr(group, addr):  # Java removes by address, whatever the id
-            return False
-        if not group.addrs:
-            st.drop_group(group)
-            return True
-        st.group_changed(group)
-        if group.enable_acting_master and no_master(group):
-            self._set_write_bit(group.broker_name, False)
-        if (min_changed and group.enable_acting_master
-                and self._config.notify_min_broker_id_changed):
-            notices.append(min_id_notice(group, offline=addr, ha=None))
-        return True
 
     def _removed(self, live: Live, reason: RemovalReason) -> BrokerRemoved:
         return BrokerRemoved(cluster=live.key[0], broker_name=live.broker_name,
@@ -319,30 +326,51 @@ class RouteInfoManager:
     def query_data_version(self, *, cluster: str, broker_addr: str,
                            data_version: DataVersion) -> VersionAnswer:
         """QUERY_DATA_VERSION: is ``data_version`` different from the stored one? Always
-        refreshes liveness of a known broker (5.x). O(1)."""
-        key = self._known_key(cluster, broker_addr)
-        if not isinstance(data_version, DataVersion):
+        refreshes liveness of a known broker (5.x). O(1), as `heartbeat`; the "unchanged"
+        answer is made once per live entry and shared."""
+        if type(data_version) is not DataVersion and not isinstance(data_version, DataVersion):
             fail("data_version", data_version, "a DataVersion")
+        key = (cluster, broker_addr)
         with self._lock:
-            now = self._now()
-            live = self._state.live.get(key)
-            if live is None:
-                return VersionAnswer(changed=True, stored=None)
-            self._state.touch_live(live, now)
-            return VersionAnswer(changed=live.data_version != data_version,
-                                 stored=live.data_version)
+            try:
+                live = self._live.get(key)
+            except TypeError:  # unhashable input: validation below names it
+                live = None
+            if live is not None:
+                now = live.last_update = self._now()
+                bucket = live.bucket  # DeadlineIndex.touch, inlined
+                bucket[key] = now
+                bucket.move_to_end(key)
+                if not ((stored := live.data_version) is data_version or stored == data_version):
+                    return VersionAnswer(changed=True, stored=stored)
+                if live.unchanged_answer is None:
+                    live.unchanged_answer = VersionAnswer(changed=False, stored=stored)
+                return live.unchanged_answer
+        self._known_key(cluster, broker_addr)  # unknown: raises if invalid (D7)
+        return VersionAnswer(changed=True, stored=None)
 
     def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
         """BROKER_HEARTBEAT: refresh a known broker's liveness; never creates an entry nor
-        changes its timeout. False for an unknown broker. O(1)."""
-        key = self._known_key(cluster, broker_addr)
+        changes its timeout. False for an unknown broker. O(1): under the lock, one lookup,
+        a clock read and a move to the end of the broker's deadline bucket (Java: one
+        field store); an unknown key is validated (D7) after."""
+        key = (cluster, broker_addr)
         with self._lock:
-            now = self._now()
-            live = self._state.live.get(key)
-            if live is None:
-                return False
-            self._state.touch_live(live, now)
-            return True
+            try:
+                live = self._live.get(key)
+            except TypeError:  # unhashable input: validation below names it
+                live = None
+            if live is not None:
+                now = self._clock.now_ms()  # self._now(), inlined: this is the hot path
+                if now < self._last_now:
+                    now = self._last_now
+                self._last_now = live.last_update = now
+                bucket = live.bucket  # DeadlineIndex.touch, inlined
+                bucket[key] = now
+                bucket.move_to_end(key)
+                return True
+        self._known_key(cluster, broker_addr)
+        return False
 
     # ================================================================== routes
 
@@ -403,24 +431,11 @@ class RouteInfoManager:
         check_name("broker_name", broker_name)
         with self._lock:
             now = self._now()
-            count = self._set_write_bit(broker_name, writable)
+            count = set_write_bit(self._state, broker_name, writable)
             event = self._commit(now, operation)
         if event is not None:
             self._emit(event)
         return count
-
-    def _set_write_bit(self, broker_name: str, writable: bool) -> int:
-        st = self._state
-        topics = st.topics_of_group.get(broker_name, {})
-        for topic, entry in list(topics.items()):
-            row = entry.rows[broker_name]
-            perm = (row.perm | Perm.WRITE) if writable else (row.perm & NO_WRITE)
-            if perm != row.perm:
-                st.put_row(topic, unchecked(
-                    QueueData, broker_name=row.broker_name, read_queue_nums=row.read_queue_nums,
-                    write_queue_nums=row.write_queue_nums, perm=Perm(perm),
-                    topic_sys_flag=row.topic_sys_flag))
-        return len(topics)
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
         """Remove ``topic`` (or only ``cluster``'s groups from it). Static-topic mappings
@@ -542,7 +557,8 @@ class RouteInfoManager:
                 removed: tuple[BrokerRemoved, ...] = (),
                 notices: Sequence[MinBrokerIdChanged] = ()) -> RouteChange | None:
         """Rebuild the routes of touched topics; return the event for the listener."""
-        changed = self._book.commit(self._state)
+        st = self._state
+        changed = self._book.commit(st) if st.touched or st.vanished else []
         if self._listener is None or not (changed or registered or removed or notices):
             return None
         return RouteChange(at_ms=now, operation=operation, changed_topics=frozenset(changed),

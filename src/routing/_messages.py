@@ -6,7 +6,7 @@ construction, with RocketMQ-style camelCase JSON where Java has a counterpart.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -39,6 +39,7 @@ __all__ = [
     "RouteChange",
     "RoutingConfig",
     "TopicList",
+    "TopicTable",
     "UnregisterRequest",
     "VersionAnswer",
 ]
@@ -51,19 +52,62 @@ _opt_timeout = attrs_optional(check_int, low=1)
 _opt_generation = attrs_optional(check_int, low=0)
 
 
-def _topics(value: Any) -> FrozenMap[str, TopicConfig]:
-    table = freeze_map(value)
-    for key, config in table.items():
-        if not isinstance(config, TopicConfig):
-            raise InvalidRequest(
-                f"Registration.topics[{key!r}] must be a TopicConfig, got {config!r:.80}",
-                field=f"Registration.topics[{key!r}]", value=config)
-        if key != config.topic_name:
-            # Java keys deletion by the map key but upserts by topicName; we refuse the mismatch.
-            raise InvalidRequest(
-                f"Registration.topics key {key!r} differs from its topic_name "
-                f"{config.topic_name!r}", field="Registration.topics", value=key)
-    return table
+class TopicTable(FrozenMap[str, TopicConfig]):
+    """A registration's topic table, checked once: every value is a `TopicConfig` filed
+    under its own ``topic_name``. `Registration` converts any mapping to one (O(T)) and
+    takes one as it is (O(1)), so re-building a registration around a table it already
+    checked (``attrs.evolve``, a decoder handing out a table it built) costs nothing per
+    topic. Immutable and hashable like `FrozenMap`."""
+
+    __slots__ = ()
+
+    def __init__(self, data: Mapping[str, TopicConfig] | None = None) -> None:
+        super().__init__(data)
+        for key, config in self._data.items():
+            if not isinstance(config, TopicConfig):
+                raise InvalidRequest(
+                    f"Registration.topics[{key!r}] must be a TopicConfig, got {config!r:.80}",
+                    field=f"Registration.topics[{key!r}]", value=config)
+            if key != config.topic_name:
+                # Java keys deletion by the map key but upserts by topicName; we refuse
+                # the mismatch.
+                raise InvalidRequest(
+                    f"Registration.topics key {key!r} differs from its topic_name "
+                    f"{config.topic_name!r}", field="Registration.topics", value=key)
+
+    @classmethod
+    def of_configs(cls, configs: Iterable[TopicConfig]) -> TopicTable:
+        """The table of ``configs`` by their names (a later name wins, as Java's upsert by
+        ``topicName``), without a second pass: the keys are the names by construction.
+        O(T). Raises `InvalidRequest` for a value that is not a `TopicConfig`."""
+        table = cls.__new__(cls)
+        data: dict[str, TopicConfig] = {}
+        for config in configs:
+            if type(config) is not TopicConfig and not isinstance(config, TopicConfig):
+                raise InvalidRequest(f"expected a TopicConfig, got {config!r:.80}",
+                                     field="Registration.topics", value=config)
+            data[config.topic_name] = config
+        if not data:
+            return EMPTY_TOPICS
+        object.__setattr__(table, "_data", data)
+        object.__setattr__(table, "_hash", None)
+        return table
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TopicTable, (self._data,))
+
+
+EMPTY_TOPICS = TopicTable()
+
+
+def _topics(value: Any) -> TopicTable:
+    if type(value) is TopicTable:
+        return value
+    if value is None or (not value and isinstance(value, Mapping)):
+        return EMPTY_TOPICS  # one shared empty table
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(f"expected a mapping, got {value!r:.80}", value=value)
+    return TopicTable(value)
 
 
 def _mappings(value: Any) -> FrozenMap[str, TopicQueueMappingInfo]:
@@ -109,7 +153,7 @@ class Registration:
     enable_acting_master: bool | None = attrs.field(
         default=None, validator=attrs_optional(check_bool))
     data_version: DataVersion = attrs.field(factory=DataVersion)
-    topics: FrozenMap[str, TopicConfig] = attrs.field(factory=FrozenMap, converter=_topics)
+    topics: TopicTable = attrs.field(default=EMPTY_TOPICS, converter=_topics)
     topic_queue_mappings: FrozenMap[str, TopicQueueMappingInfo] = attrs.field(
         factory=FrozenMap, converter=_mappings)
     filter_servers: tuple[str, ...] | None = attrs.field(default=None, converter=_filter_servers)

@@ -39,13 +39,15 @@ def build_route(state: State, topic: str, *, support_acting_master: bool) -> Top
         return None
     queue_datas = []
     broker_datas: list[BrokerData] = []
+    used = None  # the last group with a row in the route
     for name in sorted(rows):
         group = state.groups.get(name)
         if group is None or not group.addrs:
             continue
         queue_datas.append(rows[name])
         broker_datas.append(group.snapshot())
-    if not queue_datas:
+        used = group
+    if used is None:
         return None
     filters: dict[str, tuple[str, ...]] = {}
     if state.filter_servers:
@@ -57,8 +59,10 @@ def build_route(state: State, topic: str, *, support_acting_master: bool) -> Top
     infos = state.mappings.get(topic)
     if support_acting_master and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX):
         broker_datas = _acting_master_rewrite(broker_datas, rows)
+    shared = used.snapshots()  # one group alone: the group's own tuple
     return unchecked(
-        TopicRouteData, queue_datas=tuple(queue_datas), broker_datas=tuple(broker_datas),
+        TopicRouteData, queue_datas=tuple(queue_datas),
+        broker_datas=shared if broker_datas == [shared[0]] else tuple(broker_datas),
         filter_server_table=FrozenMap(filters) if filters else EMPTY,
         order_topic_conf=None,
         topic_queue_mapping_by_broker=None if infos is None else FrozenMap(dict(sorted(
@@ -129,11 +133,23 @@ class RouteBook:
                     members.difference_update(vanished)
         table = state.topics
         seq = self.version_seq
+        acting = self.support_acting_master
+        # Topics whose rows are the same objects (see `write_topics`) and that carry no
+        # static mapping have equal routes: within one commit they share one snapshot.
+        shared: dict[tuple[object, ...], TopicRouteData | None] = {}
         for topic in touched:
             entry = table.get(topic)
             if entry is None:  # dropped after it was touched (reported above if it had a route)
                 continue
-            route = build_route(state, topic, support_acting_master=self.support_acting_master)
+            if topic in state.mappings:
+                route = build_route(state, topic, support_acting_master=acting)
+            else:
+                key = (acting and topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX),
+                       *[(name, id(row)) for name, row in entry.items()])
+                if key in shared:
+                    route = shared[key]
+                else:
+                    route = shared[key] = build_route(state, topic, support_acting_master=acting)
             if route != entry.route:
                 seq += 1
                 entry.route, entry.version = route, seq

@@ -9,78 +9,153 @@ manager does both.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable
+from collections import OrderedDict
+from collections.abc import Collection, Hashable, ItemsView, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._deadlines import DeadlineIndex
 from ._frozen import FrozenMap
 from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData
 from ._values import TopicQueueMappingInfo as MappingInfo
 
+if TYPE_CHECKING:
+    from ._messages import VersionAnswer
+
 __all__ = ["Group", "Live", "State", "TopicEntry"]
 
 LiveKey = tuple[str, str]  # (cluster, addr): Java's BrokerAddrInfo
 
 
-class TopicEntry:
-    """One topic: its rows by broker name (Java ``topicQueueTable[topic]``), and the route
-    snapshot and version the manager derived from them. Keeping the three together means
-    a topic costs one lookup in one large table whether it is read, rebuilt or dropped.
+class TopicEntry(MutableMapping[str, QueueData]):
+    """One topic: its rows by broker name (Java ``topicQueueTable[topic]``; the entry *is*
+    that mapping), and the route snapshot and version the manager derived from them.
+    Keeping them in one object means a topic costs one lookup in one large table whether
+    it is read, rebuilt or dropped.
 
-    ``version`` is 0 until the manager first builds the topic; the entry (and with it the
-    route and version) goes when the topic's last row goes.
+    Most topics have one row: it is held inline (two slots), and a dict exists only while
+    the topic has several (a one-entry dict costs about 200 B). ``version`` is 0 until the
+    manager first builds the topic; the entry (and with it the route and version) goes
+    when the topic's last row goes. Entries compare as mappings; the indexes that hold
+    them rely on identity. Every operation O(1) (iteration O(rows)).
     """
 
-    __slots__ = ("route", "rows", "version")
+    __slots__ = ("_many", "_name", "_row", "route", "version")
 
     def __init__(self) -> None:
-        self.rows: dict[str, QueueData] = {}
+        self._name: str | None = None  # the one row's broker name, when there is one
+        self._row: QueueData | None = None
+        self._many: dict[str, QueueData] | None = None  # every row, when several
         self.route: TopicRouteData | None = None
         self.version = 0
+
+    def __getitem__(self, name: str) -> QueueData:
+        if self._many is not None:
+            return self._many[name]
+        if name == self._name and self._row is not None:
+            return self._row
+        raise KeyError(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if self._many is not None:
+            return self._many.get(name, default)
+        return self._row if name == self._name else default
+
+    def __contains__(self, name: object) -> bool:
+        many = self._many
+        return name in many if many is not None else name == self._name
+
+    def __setitem__(self, name: str, row: QueueData) -> None:
+        many = self._many
+        if many is not None:
+            many[name] = row
+        elif self._name is None or self._name == name:
+            self._name, self._row = name, row
+        else:
+            assert self._row is not None
+            self._many = {self._name: self._row, name: row}
+            self._name = self._row = None
+
+    def __delitem__(self, name: str) -> None:
+        many = self._many
+        if many is not None:
+            del many[name]
+            if len(many) == 1:
+                ((self._name, self._row),) = many.items()
+                self._many = None
+        elif name == self._name and self._name is not None:
+            self._name = self._row = None
+        else:
+            raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._many is not None:
+            return iter(self._many)
+        return iter(() if self._name is None else (self._name,))
+
+    def __len__(self) -> int:
+        if self._many is not None:
+            return len(self._many)
+        return 0 if self._name is None else 1
+
+    def items(self) -> ItemsView[str, QueueData]:
+        if self._many is not None:
+            return self._many.items()
+        return ItemsView(self)
 
 
 class Group:
     """One broker group (Java ``BrokerData``), mutable inside the manager only.
 
-    ``rows_epoch`` counts changes to the group's topic rows; a live entry remembers the epoch
-    at which it last applied its whole topic table, which makes unchanged re-registrations
-    O(1) (see ``Live.applied_table``).
+    ``rows_epoch`` is a stamp renewed (from `State.next_epoch`, unique across groups) on
+    every change to the group's topic rows, 0 while the group never had a row; a live
+    entry remembers the stamp right after it last applied its whole topic table, which
+    makes re-sending that same table O(1) (see ``Live.applied_table``). Unique stamps mean
+    an entry that applied its table to another group can never mistake this group's rows
+    for its own (a group at 0 has no row, and a table applied at 0 was empty).
     """
 
     __slots__ = ("_snapshot", "addrs", "broker_name", "cluster", "enable_acting_master",
                  "rows_epoch", "zone_name")
 
-    def __init__(self, cluster: str, broker_name: str) -> None:
+    def __init__(self, cluster: str, broker_name: str, *, rows_epoch: int = 0) -> None:
         self.cluster = cluster  # fixed at creation, as Java
         self.broker_name = broker_name
         self.addrs: dict[int, str] = {}
         self.zone_name: str | None = None
         self.enable_acting_master = False
-        self.rows_epoch = 0
-        self._snapshot: BrokerData | None = None
+        self.rows_epoch = rows_epoch
+        self._snapshot: tuple[BrokerData] | None = None
 
     def snapshot(self) -> BrokerData:
         """The group as an immutable `BrokerData`, cached until the group changes. O(I)."""
+        return self.snapshots()[0]
+
+    def snapshots(self) -> tuple[BrokerData]:
+        """``(snapshot(),)``, cached with it: the ``broker_datas`` of every route served by
+        this group alone, shared by those routes. O(I)."""
         snap = self._snapshot
         if snap is None:
-            snap = BrokerData(
+            snap = self._snapshot = (BrokerData(
                 cluster=self.cluster, broker_name=self.broker_name,
                 broker_addrs=FrozenMap(dict(sorted(self.addrs.items()))),
-                zone_name=self.zone_name, enable_acting_master=self.enable_acting_master)
-            self._snapshot = snap
+                zone_name=self.zone_name, enable_acting_master=self.enable_acting_master),)
         return snap
 
     def changed(self) -> None:
         self._snapshot = None
 
 
+#: The bucket of a live entry not yet indexed (`State.put_live` sets the real one).
+_NO_BUCKET: OrderedDict[LiveKey, int] = OrderedDict()
+
+
 class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
-    __slots__ = ("applied_epoch", "applied_partial", "applied_table", "broker_id",
-                 "broker_name", "channel",
-                 "data_version", "generation", "ha_server_addr", "key", "last_update",
-                 "timeout")
+    __slots__ = ("applied_deleted", "applied_epoch", "applied_table", "broker_id",
+                 "broker_name", "bucket", "channel", "data_version", "generation",
+                 "ha_server_addr", "key", "last_update", "timeout", "unchanged_answer")
 
     def __init__(self, key: LiveKey, *, broker_name: str, broker_id: int, last_update: int,
                  timeout: int, data_version: DataVersion, channel: Hashable | None,
@@ -95,14 +170,19 @@ class Live:
         self.ha_server_addr = ha_server_addr
         self.generation = generation
         #: A weak reference to the topic table this entry last applied in full, and the
-        #: group's rows_epoch right after; None when it never wrote topics (a slave). Weak:
-        #: the manager does not keep a registration's TopicConfig objects alive (the port
-        #: keeps none); a host that passes the same table again (the heartbeat object, the
-        #: simulator, the remoting layer for identical bytes) holds it anyway.
+        #: group's rows_epoch stamp right after; None when it never wrote topics (a slave).
+        #: Weak: the manager does not keep a registration's TopicConfig objects alive (the
+        #: port keeps none); a host that passes the same table again (the heartbeat object,
+        #: the simulator, the remoting layer for identical bytes) holds it anyway.
         self.applied_table: weakref.ref[FrozenMap[str, TopicConfig]] | None = None
         self.applied_epoch = -1
-        #: Whether that application was partial (D12): it then deleted nothing by omission.
-        self.applied_partial = False
+        #: The deadline bucket holding this key (`DeadlineIndex.set`), for O(1) refreshes.
+        self.bucket: OrderedDict[LiveKey, int] = _NO_BUCKET
+        #: QUERY_DATA_VERSION's answer for an equal version, made on first use and shared.
+        self.unchanged_answer: VersionAnswer | None = None
+        #: Whether that application deleted by omission (D12: full, not partial, no static
+        #: mappings, deletion configured): the group's rows were then exactly its topics.
+        self.applied_deleted = False
 
 
 class State:
@@ -120,10 +200,14 @@ class State:
         # broker name -> its topics' entries (entries, not names: a group removal reaches
         # each topic's rows without a lookup in the large table)
         self.topics_of_group: dict[str, dict[str, TopicEntry]] = {}
-        self.clusters_of_group: dict[str, set[str]] = {}      # broker name -> cluster sets
-        self.groups_of_addr: dict[LiveKey, set[str]] = {}     # (group.cluster, addr) -> names
+        # broker name -> its clusters, and (group.cluster, addr) -> the names of the groups
+        # holding it: nearly always one, held as the plain string (a set only for several:
+        # see `members`), which spares a set (216 B) per broker in each
+        self.clusters_of_group: dict[str, str | set[str]] = {}
+        self.groups_of_addr: dict[LiveKey, str | set[str]] = {}
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
         self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
+        self._epoch = 0  # the last rows_epoch stamp handed out (see Group)
         # --- bookkeeping for one write
         self.touched: set[str] = set()  # topics (still present) whose route may change
         self.vanished: list[str] = []  # topics dropped with their route
@@ -135,7 +219,7 @@ class State:
         entry = self.topics.get(topic)
         if entry is None:
             entry = self.topics[topic] = TopicEntry()
-        rows = entry.rows
+        rows = entry
         if rows.get(row.broker_name) == row:
             return
         rows[row.broker_name] = row
@@ -146,13 +230,13 @@ class State:
     def drop_row(self, topic: str, broker_name: str) -> bool:
         """Remove one row; drop the topic when it has none left. O(1)."""
         entry = self.topics.get(topic)
-        if entry is None or entry.rows.pop(broker_name, None) is None:
+        if entry is None or entry.pop(broker_name, None) is None:
             return False
         topics = self.topics_of_group[broker_name]
         del topics[topic]
         if not topics:
             del self.topics_of_group[broker_name]
-        if entry.rows:
+        if entry:
             self.touched.add(topic)
         else:
             self._vanish(topic, entry)
@@ -169,19 +253,24 @@ class State:
         entry = self.topics.get(topic)
         if entry is None:
             return False
-        for name in list(entry.rows):
+        for name in list(entry):
             self.drop_row(topic, name)
         return True
 
-    def rows_of(self, topic: str) -> dict[str, QueueData]:
+    def rows_of(self, topic: str) -> MutableMapping[str, QueueData]:
         """The rows of ``topic`` by broker name; empty for an unknown topic. O(1)."""
         entry = self.topics.get(topic)
-        return entry.rows if entry is not None else {}
+        return entry if entry is not None else {}
 
     def _rows_changed(self, broker_name: str) -> None:
         group = self.groups.get(broker_name)
         if group is not None:
-            group.rows_epoch += 1
+            group.rows_epoch = self.next_epoch()
+
+    def next_epoch(self) -> int:
+        """A fresh `Group.rows_epoch` stamp, never handed out before. O(1)."""
+        self._epoch += 1
+        return self._epoch
 
     # ------------------------------------------------------------------ groups
 
@@ -190,21 +279,25 @@ class State:
         group.changed()
         self.touched.update(self.topics_of_group.get(group.broker_name, ()))
 
-    def add_member(self, group: Group, broker_id: int, addr: str) -> None:
+    def add_member(self, group: Group, broker_id: int, addr: str,
+                   key: LiveKey | None = None) -> None:
+        """Add a member; ``key`` is the live key ``(cluster, addr)`` of the registration, to
+        be shared by the address index when the group is of that cluster. O(1)."""
         group.addrs[broker_id] = addr
-        self.groups_of_addr.setdefault((group.cluster, addr), set()).add(group.broker_name)
+        if key is None or key[0] != group.cluster:
+            key = (group.cluster, addr)
+        add_one(self.groups_of_addr, key, group.broker_name)
+
+    def groups_at(self, key: LiveKey) -> Collection[str]:
+        """The names of the groups of cluster ``key[0]`` holding address ``key[1]``. O(1)."""
+        return members(self.groups_of_addr.get(key))
 
     def remove_member(self, group: Group, broker_id: int, addr: str) -> None:
         """Remove the member ``broker_id``, which must be at ``addr``. Addresses are unique
         within a group (register moves an address to its new id), so this is every
         member at ``addr``: `remove_addr` without the search. O(1)."""
         del group.addrs[broker_id]
-        key = (group.cluster, addr)
-        names = self.groups_of_addr[key]
-        if len(names) == 1:
-            del self.groups_of_addr[key]
-        else:
-            names.discard(group.broker_name)
+        discard_one(self.groups_of_addr, (group.cluster, addr), group.broker_name)
 
     def remove_addr(self, group: Group, addr: str, *, except_id: int | None = None) -> bool:
         """Remove every member of ``group`` at ``addr`` (but ``except_id``). O(I)."""
@@ -215,16 +308,12 @@ class State:
         for i in ids:
             del addrs[i]
         if not addrs or addr not in addrs.values():
-            names = self.groups_of_addr.get((group.cluster, addr))
-            if names is not None:
-                names.discard(group.broker_name)
-                if not names:
-                    del self.groups_of_addr[(group.cluster, addr)]
+            discard_one(self.groups_of_addr, (group.cluster, addr), group.broker_name)
         return True
 
     def add_to_cluster(self, cluster: str, broker_name: str) -> None:
         self.clusters.setdefault(cluster, set()).add(broker_name)
-        self.clusters_of_group.setdefault(broker_name, set()).add(cluster)
+        add_one(self.clusters_of_group, broker_name, cluster)
 
     def drop_group(self, group: Group) -> None:
         """Remove an empty group: its rows (O(T_b)), its cluster memberships and itself."""
@@ -233,7 +322,7 @@ class State:
         if topics:
             table, touched, vanished = self.topics, self.touched, self.vanished
             for topic, entry in topics.items():  # drop_row, unrolled: the O(T_b) of a removal
-                rows = entry.rows
+                rows = entry
                 if len(rows) > 1:
                     del rows[name]
                     touched.add(topic)
@@ -241,11 +330,11 @@ class State:
                     del table[topic]
                     if entry.route is not None:
                         vanished.append(topic)
-            group.rows_epoch += 1
-        for cluster in self.clusters_of_group.pop(name, set()):
-            members = self.clusters[cluster]
-            members.discard(name)
-            if not members:
+            group.rows_epoch = self.next_epoch()
+        for cluster in members(self.clusters_of_group.pop(name, None)):
+            names = self.clusters[cluster]
+            names.discard(name)
+            if not names:
                 del self.clusters[cluster]
         if group.addrs:
             for addr in set(group.addrs.values()):
@@ -263,14 +352,20 @@ class State:
         self.live[live.key] = live
         if live.channel is not None:
             self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
-        self.deadlines.set(live.key, timeout_ms=live.timeout,
-                           deadline_ms=live.last_update + live.timeout,
-                           previous_timeout_ms=None if old is None else old.timeout)
+        if old is not None and old.timeout == live.timeout:  # a refresh: DeadlineIndex.touch
+            bucket = live.bucket = old.bucket
+            bucket[live.key] = live.last_update
+            bucket.move_to_end(live.key)
+            return
+        live.bucket = self.deadlines.set(live.key, timeout_ms=live.timeout,
+                                         deadline_ms=live.last_update + live.timeout,
+                                         previous_timeout_ms=None if old is None
+                                         else old.timeout, refresh_ms=live.last_update)
 
     def touch_live(self, live: Live, now_ms: int) -> None:
         """Refresh ``last_update`` (Java ``updateBrokerInfoUpdateTimestamp``). O(1)."""
         live.last_update = now_ms
-        self.deadlines.set(live.key, timeout_ms=live.timeout, deadline_ms=now_ms + live.timeout)
+        self.deadlines.touch(live.key, live.timeout, now_ms)
 
     def drop_live(self, key: LiveKey, *, expired: bool = False) -> Live | None:
         """Remove a live entry and its filter servers; ``expired`` when the deadline index
@@ -305,7 +400,7 @@ class State:
             self.filter_servers[key] = servers
         else:
             del self.filter_servers[key]
-        for name in self.groups_of_addr.get(key, ()):
+        for name in self.groups_at(key):
             self.touched.update(self.topics_of_group.get(name, ()))
 
     # ------------------------------------------------------------------ static topics
@@ -330,6 +425,48 @@ class State:
         if vanished:
             self.vanished = []
         return touched, vanished
+
+
+_K = TypeVar("_K")
+
+
+def add_one(index: dict[_K, str | set[str]], key: _K, name: str) -> None:
+    """Add ``name`` to the names held under ``key``: a plain string for one, a set for
+    several. O(1)."""
+    held = index.get(key)
+    if held is None:
+        index[key] = name
+    elif type(held) is str:
+        if held != name:
+            index[key] = {held, name}
+    else:
+        held.add(name)  # type: ignore[union-attr]
+
+
+def discard_one(index: dict[_K, str | set[str]], key: _K, name: str) -> None:
+    """Remove ``name`` from the names held under ``key`` (a set of one becomes the string
+    again, none removes the key). O(1)."""
+    held = index.get(key)
+    if held is None:
+        return
+    if type(held) is str:
+        if held == name:
+            del index[key]
+        return
+    held.discard(name)  # type: ignore[union-attr]
+    if len(held) == 1:
+        index[key] = next(iter(held))
+    elif not held:
+        del index[key]
+
+
+def members(held: str | set[str] | None) -> Collection[str]:
+    """The names of an `add_one` index entry, as a collection (never a bare string)."""
+    if held is None:
+        return ()
+    if type(held) is str:
+        return (held,)
+    return held
 
 
 def no_master(group: Group | None) -> bool:

@@ -76,7 +76,7 @@ def main() -> None:
         run([str(python), "-c", "import routing, routing.heartbeat, routing.testing; "
              "assert 'site-packages' in routing.__file__, routing.__file__"], cwd=work)
         helped = run([str(env_dir / "bin" / "routing"), "--help"], cwd=work)
-        for command in ("analyze", "demo", "serve", "simulate"):
+        for command in ("analyze", "broker", "demo", "serve", "simulate"):
             if command not in helped:
                 sys.exit(f"`routing --help` does not list {command}:\n{helped}")
         project = work / "user-project"

@@ -27,6 +27,7 @@ from routing.pipeline import RejectedRecords, analyze, analyze_local, to_parquet
 from routing.pipeline._scenarios import bad_folder, damage, operations, play
 from routing.pipeline._schema import TABLES, sort_rows
 from routing.pipeline._spark import read_lines, rows_equal
+from routing.pipeline._summary import summarize_analysis, summarize_rows
 from routing.sim import SimConfig, simulate
 
 pytestmark = pytest.mark.spark
@@ -81,8 +82,13 @@ def test_simulator_journals_split_by_broker_group_equal_the_reference(
         spark: Any, sim_dir: Path, sim_expected: dict[str, list[dict[str, Any]]]) -> None:
     analysis = analyze(spark, [str(sim_dir)], at=AT, partition="group")
     got = analysis.collect()
+    summary = summarize_analysis(analysis)
     analysis.unpersist()
     assert not rows_equal(sim_expected, got), _diff(sim_expected, got)
+    # the summary (incidents, life availability, rejected by file) from Spark's collected
+    # rows equals the reference's
+    assert summary == summarize_rows(sim_expected)
+    assert summary.incidents and summary.rejected_by_file
     # the comparison is not vacuous: several replay partitions, every kind of row
     assert max(analysis.partitions.values()) > 1
     reasons = {r["end_reason"] for r in sim_expected["sessions"]}
@@ -202,7 +208,7 @@ def test_the_cli_writes_every_table_as_parquet(
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
     assert result.exit_code == 0, result.output
-    assert "Worst disagreement windows" in result.output
+    assert "Worst disagreement incidents" in result.stdout
     for name, table in TABLES.items():
         rows = pq.read_table(out / name).to_pylist()
         assert sort_rows(table, rows) == sim_expected[name], name
@@ -224,10 +230,10 @@ def test_the_demo_simulates_analyzes_prints_and_draws(spark: Any, tmp_path: Path
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
     text = out.getvalue()
-    for heading in ("Broker sessions", "Expiries", "Worst disagreement windows", "timeline:"):
+    for heading in ("Broker sessions", "Expiries", "Worst disagreement incidents", "report:"):
         assert heading in text
     assert (tmp_path / "timeline.png").read_bytes()[:4] == b"\x89PNG"
-    assert "data:image/png;base64," in (tmp_path / "timeline.html").read_text()
+    assert 'id="tl-ns-0"' in (tmp_path / "report.html").read_text()
     expected = analyze_local(tmp_path / "journals", at=[600_000])
     for name in ("sessions", "expiries", "disagreement"):
         got = pq.read_table(tmp_path / "tables" / name).to_pylist()

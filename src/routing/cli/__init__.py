@@ -6,6 +6,7 @@ Subcommands are imported only when run, so ``routing --help`` never starts Spark
 - ``routing simulate``: the deterministic cluster simulator (writes journals).
 - ``routing analyze``: the PySpark pipeline over journals.
 - ``routing serve``: a name server speaking RocketMQ's remoting protocol.
+- ``routing broker``: a broker's registration and heartbeat against name servers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Analyze name-server journals with PySpark."),
     "serve": ("routing.cli._serve", "serve_command",
               "Serve RocketMQ's remoting protocol (a name server for tests)."),
+    "broker": ("routing.cli._broker", "broker_command",
+               "Run a broker's registration and heartbeat against name servers."),
 }
 
 

@@ -4,21 +4,30 @@ under `routing.cli`)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
+from ..pipeline._incidents import DEFAULT_GAP_MS
+from ..pipeline._inputs import InputCheck, InputError, check_inputs
 from ..pipeline._schema import write_local_tables
 from ..pipeline._session import SparkUnavailable, default_master, spark_session
-from ..pipeline._summary import Summary, render, summarize_analysis, summarize_rows
+from ..pipeline._summary import (
+    Summary,
+    collect_rows,
+    plural,
+    render,
+    summarize_rows,
+)
+from ..pipeline._summary import summary_json as summary_json_of
 from ..pipeline.reference import RejectedRecords, analyze_local
+from ._progress import RunProgress, counted_sources, spark_progress
 
 __all__ = ["analyze_command", "parse_time", "spark_progress"]
 
@@ -48,66 +57,41 @@ def parse_time(text: str) -> int:
     return round(when.timestamp() * 1000)
 
 
-@contextmanager
-def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[str], None]]:
-    """A step reporter for `analyze`: on a terminal, a live line with the step, Spark's
-    active tasks (polled from the status tracker) and the elapsed time; elsewhere one
-    printed line per step."""
-    started = time.monotonic()
-    if not console.is_terminal:
-        def say(step: str) -> None:
-            console.print(f"[{time.monotonic() - started:7.1f} s] {step}")
-        yield say
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    stop = threading.Event()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                  transient=True) as bar:
-        task = bar.add_task("starting", total=None)
-
-        def poll() -> None:
-            tracker = spark.sparkContext.statusTracker() if spark is not None else None
-            while tracker is not None and not stop.wait(0.5):
-                try:
-                    infos = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
-                except Exception:  # the context is shutting down
-                    return
-                infos = [i for i in infos if i is not None]
-                if infos:
-                    bar.update(task, total=sum(i.numTasks for i in infos),
-                               completed=sum(i.numCompletedTasks for i in infos))
-
-        thread = threading.Thread(target=poll, daemon=True)
-        thread.start()
-
-        def say(step: str) -> None:
-            console.print(f"[dim][{time.monotonic() - started:7.1f} s][/dim] {step}")
-            bar.update(task, description=step, total=None, completed=0)
-
-        try:
-            yield say
-        finally:
-            stop.set()
-            thread.join(timeout=2)
+def _stdout_console() -> Console:
+    """The summary's console: as wide as needed when stdout is not a terminal (a file or a
+    pipe gets whole names, never ``DefaultClu…``)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=1000)
 
 
-def _timeline(out: Path, summary: Summary, tables: dict[str, list[dict[str, Any]]],
-              console: Console) -> None:
-    from ..pipeline._timeline import draw_timeline, write_html
+def _check(journals: Sequence[str], err: Console) -> InputCheck:
+    """Check the inputs before anything starts; say what was skipped (on stderr)."""
+    try:
+        check = check_inputs(journals)
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
+    for path, why in check.skipped:
+        err.print(f"skipped {path}: {why}", highlight=False, soft_wrap=True)
+    return check
 
-    png = draw_timeline(tables["sessions"], tables["disagreement"], tables["name_servers"],
-                        out / "timeline.png")
-    page = write_html(summary, png, out / "timeline.html")
-    console.print(f"timeline: {page} ({png})")
+
+def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
+             console: Console, *, report: bool, summary_json: str | None,
+             title: str = "routing analyze") -> None:
+    if summary_json is not None:
+        target = Path(summary_json)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(summary_json_of(summary), indent=1) + "\n",
+                          encoding="utf-8")
+        console.print(f"summary JSON: {target}", highlight=False, soft_wrap=True)
+    if report:
+        from ..pipeline._report import write_report
+        from ..pipeline._timeline import draw_timeline
+
+        png = draw_timeline(rows["sessions"], rows["disagreement"], rows["name_servers"],
+                            out / "timeline.png")
+        page = write_report(rows, summary, out / "report.html", title=title)
+        console.print(f"report: {page} (picture: {png})", highlight=False, soft_wrap=True)
 
 
 @click.command("analyze")
@@ -127,13 +111,19 @@ def _timeline(out: Path, summary: Summary, tables: dict[str, list[dict[str, Any]
               help="Run the pure-Python reference in this process instead of Spark.")
 @click.option("--to-parquet", "to_parquet_dir", default=None,
               help="Only copy the journals to Parquet in this folder (fast re-reading).")
-@click.option("--timeline", is_flag=True,
-              help="Also draw timeline.png and timeline.html into --out (local folder).")
+@click.option("--report", "--timeline", "report", is_flag=True,
+              help="Also write report.html (interactive, self-contained) and timeline.png "
+                   "into --out (a local folder).")
+@click.option("--summary-json", default=None, metavar="FILE",
+              help="Also write every number of the summary (and every incident) as JSON.")
+@click.option("--incident-gap", default=DEFAULT_GAP_MS, show_default=True, type=int,
+              metavar="MS", help="Disagreement windows closer than this (ms) are one "
+                                 "incident.")
 @click.option("--driver-memory", default=None, help="Spark driver memory, e.g. 2g.")
 def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | None,
                     at: Sequence[str], strict: bool, partition: str, local_engine: bool,
-                    to_parquet_dir: str | None, timeline: bool,
-                    driver_memory: str | None) -> None:
+                    to_parquet_dir: str | None, report: bool, summary_json: str | None,
+                    incident_gap: int, driver_memory: str | None) -> None:
     """Analyze name-server JOURNALS (files or folders: JSON Lines, .gz, or Parquet copies).
 
     Writes the tables sessions, expiries, route_changes, routes_at, disagreement,
@@ -141,27 +131,39 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
     and prints a summary. Bad lines never fail the run (unless --strict); they are in the
     rejected table with file, line and reason.
     """
-    console = Console()
+    console = _stdout_console()
+    err = Console(stderr=True)
     times = [parse_time(t) for t in at]
     if to_parquet_dir is None and out_dir is None:
         raise click.UsageError("--out is required (or --to-parquet to copy only)")
+    if incident_gap < 0:
+        raise click.BadParameter("must be 0 or more", param_hint="--incident-gap")
+    if local_engine and to_parquet_dir is not None:
+        raise click.UsageError("--to-parquet needs Spark; drop --local")
+    check = _check(journals, err)  # before any Spark session starts
+    sources = check.paths() if check.skipped else list(journals)
+    outputs: dict[str, Any] = {"report": report, "summary_json": summary_json}
     if local_engine:
-        if to_parquet_dir is not None:
-            raise click.UsageError("--to-parquet needs Spark; drop --local")
         assert out_dir is not None
-        started = time.monotonic()
-        try:
-            rows = analyze_local(list(journals), at=times, strict=strict)
-        except RejectedRecords as exc:
-            raise click.ClickException(str(exc)) from None
-        except FileNotFoundError as exc:
-            raise click.ClickException(str(exc)) from None
-        write_local_tables(rows, Path(out_dir))
-        summary = summarize_rows(rows)
+        with RunProgress(err) as progress:
+            progress.step(f"reading {plural(len(check.journals), 'journal file')} "
+                          f"({check.total_bytes / 1e6:,.1f} MB) and replaying them")
+            counted = counted_sources(check.journals, check.total_bytes, progress)
+            try:
+                rows = analyze_local(counted if counted is not None else sources, at=times,
+                                     strict=strict)
+            except RejectedRecords as exc:
+                raise click.ClickException(str(exc)) from None
+            except FileNotFoundError as exc:
+                raise click.ClickException(str(exc)) from None
+            progress.step(f"writing Parquet to {out_dir}")
+            write_local_tables(rows, Path(out_dir))
+            progress.step("summarising")
+            summary = summarize_rows(rows, gap_ms=incident_gap)
+            elapsed = progress.elapsed()
         render(summary, console, title="routing analyze --local")
-        console.print(f"tables: {out_dir} ({time.monotonic() - started:.1f} s)")
-        if timeline:
-            _timeline(Path(out_dir), summary, rows, console)
+        console.print(f"tables: {out_dir} ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
+        _outputs(Path(out_dir), summary, rows, console, **outputs)
         return
     master = master or default_master()
     from pyspark.sql import SparkSession
@@ -172,26 +174,29 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
     except SparkUnavailable as exc:
         raise click.ClickException(f"{exc} (or use --local to run without Spark)") from None
     try:
-        _run_spark(spark, console, master, journals, out_dir, times, strict, partition,
-                   to_parquet_dir, timeline)
+        _run_spark(spark, console, err, master, sources, out_dir, times, strict, partition,
+                   to_parquet_dir, incident_gap, outputs)
     finally:
         if owned:  # a clean stop: local-cluster executors otherwise die noisily at exit
             spark.stop()
 
 
-def _run_spark(spark: Any, console: Console, master: str, journals: Sequence[str],
-               out_dir: str | None, times: list[int], strict: bool, partition: str,
-               to_parquet_dir: str | None, timeline: bool) -> None:
+def _run_spark(spark: Any, console: Console, err: Console, master: str,
+               journals: Sequence[str], out_dir: str | None, times: list[int], strict: bool,
+               partition: str, to_parquet_dir: str | None, incident_gap: int,
+               outputs: dict[str, Any]) -> None:
     from ..pipeline._spark import analyze, to_parquet
 
     started = time.monotonic()
     if to_parquet_dir is not None:
-        n = to_parquet(spark, list(journals), to_parquet_dir)
+        with spark_progress(err, spark) as say:
+            say(f"copying the journals to Parquet in {to_parquet_dir}")
+            n = to_parquet(spark, list(journals), to_parquet_dir)
         console.print(f"wrote {n:,} lines to {to_parquet_dir} in "
-                      f"{time.monotonic() - started:.1f} s")
+                      f"{time.monotonic() - started:.1f} s", highlight=False, soft_wrap=True)
         return
     assert out_dir is not None
-    with spark_progress(console, spark) as say:
+    with spark_progress(err, spark) as say:
         try:
             analysis = analyze(spark, list(journals), at=times, strict=strict,
                                partition=partition, progress=say)
@@ -202,13 +207,12 @@ def _run_spark(spark: Any, console: Console, master: str, journals: Sequence[str
         say(f"writing Parquet to {out_dir}")
         analysis.write(out_dir)
         say("summarising")
-        summary = summarize_analysis(analysis)
+        rows = collect_rows(analysis)
+        summary = summarize_rows(rows, gap_ms=incident_gap)
     render(summary, console, title=f"routing analyze on {master}")
     console.print(f"tables: {out_dir} ({time.monotonic() - started:.1f} s on {master}, "
                   f"replay partitions per name server: "
-                  f"{dict(sorted(analysis.partitions.items()))})")
-    if timeline:
-        small = {name: [r.asDict(recursive=True) for r in analysis[name].collect()]
-                 for name in ("sessions", "disagreement", "name_servers")}
-        _timeline(Path(out_dir), summary, small, console)
+                  f"{dict(sorted(analysis.partitions.items()))})", highlight=False,
+                  soft_wrap=True)
+    _outputs(Path(out_dir), summary, rows, console, **outputs)
     analysis.unpersist()

@@ -4,7 +4,7 @@
 simulated hours with the default fault profile (crashes, partitions, name-server restarts,
 failovers, topic changes, degraded links), writes the journals, analyzes them with
 `routing.pipeline.analyze`, writes the tables as Parquet, prints the summary and draws the
-timeline (PNG, plus an HTML page embedding it).
+report: ``report.html`` (interactive, self-contained) and ``timeline.png``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from typing import Any
 
 from rich.console import Console
 
+from ..pipeline._report import write_report
 from ..pipeline._session import default_master, spark_session
-from ..pipeline._summary import render, summarize_analysis
-from ..pipeline._timeline import draw_timeline, write_html
+from ..pipeline._summary import collect_rows, plural, render, summarize_rows
+from ..pipeline._timeline import draw_timeline
 from ..sim import SimConfig, simulate
-from ._analyze import spark_progress
+from ._analyze import _stdout_console
+from ._progress import spark_progress
 
 __all__ = ["DEMO_CONFIG", "run_demo"]
 
@@ -31,12 +33,14 @@ DEMO_CONFIG = SimConfig(groups=30, slaves=1, nameservers=3, duration_ms=6 * 3_60
 def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | None = None,
              console: Any = None) -> None:
     """Run the whole chain; everything goes under ``out_dir``:
-    ``journals/`` (JSON Lines), ``tables/`` (Parquet), ``timeline.png``, ``timeline.html``.
+    ``journals/`` (JSON Lines), ``tables/`` (Parquet), ``report.html``, ``timeline.png``.
+    Progress goes to stderr (or to ``console`` when one is given), the summary to stdout.
 
     ``master`` defaults to ``$SPARK_MASTER`` or the embedded ``local[*]``. Raises
     `routing.pipeline.SparkUnavailable` (with what to install) when Java 17+ or pyspark is missing.
     """
-    console = console or Console()
+    err = console or Console(stderr=True)
+    console = console or _stdout_console()
     config = config or DEMO_CONFIG
     out_dir = Path(out_dir)
     journals = out_dir / "journals"
@@ -44,17 +48,24 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
     for stale in journals.glob("ns-*.jsonl*"):
         stale.unlink()
     hours = config.duration_ms / 3_600_000
-    console.rule(f"[bold]routing demo[/bold]: {config.groups} broker groups × "
-                 f"{1 + config.slaves} brokers, {config.nameservers} name servers, "
-                 f"{hours:g} simulated hours, faults: {config.faults}")
+    heading = (f"[bold]routing demo[/bold]: {plural(config.groups, 'broker group')} × "
+               f"{plural(1 + config.slaves, 'broker')}, "
+               f"{plural(config.nameservers, 'name server')}, "
+               f"{hours:g} simulated hours, faults: {config.faults}")
+    if console.is_terminal:
+        console.rule(heading)
+    else:
+        console.print(heading)
+    page = out_dir / "report.html"
+    console.print(f"report: {page} (written at the end)", highlight=False, soft_wrap=True)
     started = time.monotonic()
-    result = _simulate(config, journals, console)
+    result = _simulate(config, journals, err)
     lines = sum(result.stats.journal_lines.values())
     console.print(f"simulated in {time.monotonic() - started:.1f} s: {lines:,} journal lines "
                   f"in {journals}")
 
     master = master or default_master()
-    console.print(f"starting Spark ({master}) …")
+    err.print(f"starting Spark ({master}) …")
     from pyspark.sql import SparkSession
 
     owned = SparkSession.getActiveSession() is None  # stop it at the end only if ours
@@ -64,32 +75,34 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
 
         started = time.monotonic()
         tables_dir = out_dir / "tables"
-        with spark_progress(console, spark) as say:
+        with spark_progress(err, spark) as say:
             analysis = analyze(spark, [str(journals)], at=[config.duration_ms // 2],
                                progress=say)
             say(f"writing Parquet to {tables_dir}")
             analysis.write(str(tables_dir))
             say("summarising")
-            summary = summarize_analysis(analysis)
-            say("drawing the timeline")
-            small = {name: [r.asDict(recursive=True) for r in analysis[name].collect()]
-                     for name in ("sessions", "disagreement", "name_servers")}
+            rows = collect_rows(analysis)
+            summary = summarize_rows(rows)
+            say("drawing the report")
+            png = draw_timeline(rows["sessions"], rows["disagreement"], rows["name_servers"],
+                                out_dir / "timeline.png",
+                                title=f"Broker liveness per name server — "
+                                      f"{plural(config.groups, 'group')}, "
+                                      f"{plural(config.nameservers, 'name server')}, "
+                                      f"{hours:g} h, seed {config.seed}")
+            write_report(rows, summary, page,
+                         title=f"routing demo: {plural(config.groups, 'broker group')}, "
+                               f"{plural(config.nameservers, 'name server')}, {hours:g} "
+                               f"simulated hours")
         render(summary, console, title=f"routing demo on {master}")
         console.print(f"analyzed in {time.monotonic() - started:.1f} s "
                       f"({lines / max(1e-9, time.monotonic() - started):,.0f} lines/s)")
-        png = draw_timeline(small["sessions"], small["disagreement"], small["name_servers"],
-                            out_dir / "timeline.png",
-                            title=f"Broker liveness per name server — {config.groups} groups,"
-                                  f" {config.nameservers} name servers, {hours:g} h, "
-                                  f"seed {config.seed}")
-        page = write_html(summary, png, out_dir / "timeline.html",
-                          title="routing demo: broker liveness and name-server disagreement")
         analysis.unpersist()
     finally:
         if owned:
             spark.stop()
     console.print(f"tables:   {tables_dir}/<table>/*.parquet")
-    console.print(f"timeline: {page}  (picture: {png})")
+    console.print(f"report:   {page}  (picture: {png})", highlight=False, soft_wrap=True)
 
 
 def _simulate(config: SimConfig, journals: Path, console: Any) -> Any:

@@ -11,11 +11,12 @@ import logging
 import sys
 from typing import Any
 
+import attrs
 import click
 
 from .._errors import RoutingError
-from .._messages import RoutingConfig
-from ..remoting._server import run_server
+from ..remoting._config import NamesrvConfig, help_text, load_properties_file
+from ..remoting._run import run_server
 
 __all__ = ["serve_command"]
 
@@ -42,22 +43,36 @@ def _split_listen(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-@click.command("serve")
+def _epilog() -> str:
+    lines = help_text().splitlines()
+    return "\b\n" + "\n".join(lines)
+
+
+@click.command("serve", epilog=_epilog())
 @click.option("--listen", default="127.0.0.1:9876", show_default=True, metavar="HOST:PORT",
               help="Address to listen on (port 0 picks a free one).")
-@click.option("--scan-interval-ms", type=click.IntRange(min=1), default=5_000,
-              show_default=True, help="How often silent brokers are expired (Java: 5000).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="namesrv.properties (Java's -c): the keys below, key=value per line. "
+                   "Options given on the command line win over the file.")
+@click.option("--kv-config", type=click.Path(dir_okay=False), default=None, metavar="PATH",
+              help="KV config file (Java's kvConfig.json layout), loaded at start and "
+                   "written atomically on every change. Default: kvConfigPath from --config, "
+                   "else in memory.")
+@click.option("--scan-interval-ms", type=click.IntRange(min=1), default=None,
+              help="How often silent brokers are expired (Java: 5000).  [default: 5000]")
 @click.option("--wait-for-service-ms", type=click.IntRange(min=0), default=None,
               help="Readiness wait: answer routes with 'name server not ready' for this long "
                    "after start (Java needWaitForService: 45000). Off by default.")
-@click.option("--heartbeat-timeout-ms", type=click.IntRange(min=1), default=120_000,
-              show_default=True, help="Broker timeout when its registration names none.")
-@click.option("--support-acting-master", is_flag=True, help="Java supportActingMaster.")
-@click.option("--notify-min-broker-id-changed", is_flag=True,
+@click.option("--heartbeat-timeout-ms", type=click.IntRange(min=1), default=None,
+              help="Broker timeout when its registration names none.  [default: 120000]")
+@click.option("--support-acting-master", is_flag=True, default=None,
+              help="Java supportActingMaster.")
+@click.option("--notify-min-broker-id-changed", is_flag=True, default=None,
               help="Send NOTIFY_MIN_BROKER_ID_CHANGE to brokers (Java notifyMinBrokerIdChanged).")
-@click.option("--order-message-enable", is_flag=True,
+@click.option("--order-message-enable", is_flag=True, default=None,
               help="Fill orderTopicConf in routes from the ORDER_TOPIC_CONFIG KV namespace.")
-@click.option("--delete-topic-with-broker-registration", is_flag=True,
+@click.option("--delete-topic-with-broker-registration", is_flag=True, default=None,
               help="Java deleteTopicWithBrokerRegistration.")
 @click.option("--journal", "journal_dir", type=click.Path(file_okay=False), default=None,
               help="Write every routing write call to a journal file in this directory.")
@@ -66,16 +81,25 @@ def _split_listen(value: str) -> tuple[str, int]:
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
               default="INFO", show_default=True)
 @click.option("--log-json", is_flag=True, help="Log one JSON object per line.")
-def serve_command(listen: str, scan_interval_ms: int, wait_for_service_ms: int | None,
-                  heartbeat_timeout_ms: int, support_acting_master: bool,
-                  notify_min_broker_id_changed: bool, order_message_enable: bool,
-                  delete_topic_with_broker_registration: bool, journal_dir: str | None,
-                  nameserver_id: str | None, log_level: str, log_json: bool) -> None:
+@click.option("--metrics", "metrics_listen", default=None, metavar="HOST:PORT",
+              help="Serve Prometheus text at http://HOST:PORT/metrics (the metrics extra).")
+@click.option("--loop", type=click.Choice(["asyncio", "uvloop"]), default="asyncio",
+              show_default=True,
+              help="Event loop; uvloop needs the uvloop extra (docs/performance.md).")
+def serve_command(listen: str, config_file: str | None, kv_config: str | None,
+                  scan_interval_ms: int | None, wait_for_service_ms: int | None,
+                  heartbeat_timeout_ms: int | None, support_acting_master: bool | None,
+                  notify_min_broker_id_changed: bool | None, order_message_enable: bool | None,
+                  delete_topic_with_broker_registration: bool | None, journal_dir: str | None,
+                  nameserver_id: str | None, log_level: str, log_json: bool,
+                  metrics_listen: str | None, loop: str) -> None:
     """Serve RocketMQ's remoting protocol: point brokers and clients at --listen.
 
-    Stops cleanly on SIGINT or SIGTERM.
+    Stops cleanly on SIGINT or SIGTERM. Settings can also be changed at run time with
+    UPDATE_NAMESRV_CONFIG (mqadmin updateNamesrvConfig) and read with GET_NAMESRV_CONFIG.
     """
     host, port = _split_listen(listen)
+    metrics = _split_listen(metrics_listen) if metrics_listen is not None else None
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonFormatter() if log_json else logging.Formatter(
         "%(asctime)s %(levelname)s %(name)s %(message)s"))
@@ -83,15 +107,33 @@ def serve_command(listen: str, scan_interval_ms: int, wait_for_service_ms: int |
     logger.handlers[:] = [handler]
     logger.setLevel(log_level)
     logger.propagate = False
-    config = RoutingConfig(
-        default_heartbeat_timeout_ms=heartbeat_timeout_ms,
-        support_acting_master=support_acting_master,
-        delete_topic_with_broker_registration=delete_topic_with_broker_registration,
-        notify_min_broker_id_changed=notify_min_broker_id_changed,
-        wait_for_service_ms=wait_for_service_ms, order_message_enable=order_message_enable,
-        scan_interval_ms=scan_interval_ms)
     try:
-        run_server(host, port, config=config, scan_interval_ms=scan_interval_ms,
-                   journal_dir=journal_dir, nameserver_id=nameserver_id or listen)
+        settings = NamesrvConfig()
+        if config_file is not None:
+            settings, unknown = load_properties_file(config_file)
+            for key in unknown:
+                logger.warning("config_key_unknown file=%s key=%s (kept and reported, as Java "
+                               "does; no effect)", config_file, key,
+                               extra={"event": "config_key_unknown", "file": config_file,
+                                      "key": key})
+        overrides = {"scan_interval_ms": scan_interval_ms,
+                     "default_heartbeat_timeout_ms": heartbeat_timeout_ms,
+                     "support_acting_master": support_acting_master,
+                     "notify_min_broker_id_changed": notify_min_broker_id_changed,
+                     "order_message_enable": order_message_enable,
+                     "delete_topic_with_broker_registration":
+                         delete_topic_with_broker_registration}
+        given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+        if wait_for_service_ms is not None:
+            given["wait_for_service_ms"] = wait_for_service_ms
+        settings = attrs.evolve(settings, routing=attrs.evolve(settings.routing, **given))
+        kv_path = kv_config if kv_config is not None else settings.get("kvConfigPath")
+        if kv_path is not None:
+            kept = dict(settings.kept)
+            kept["kvConfigPath"] = kv_path
+            settings = attrs.evolve(settings, kept=kept)
+        run_server(host, port, settings=settings, journal_dir=journal_dir,
+                   nameserver_id=nameserver_id or listen, kv_config=kv_path, loop=loop,
+                   metrics=metrics)
     except (RoutingError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc

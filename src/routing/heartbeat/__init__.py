@@ -2,8 +2,11 @@
 
 One `BrokerHeartbeat` per broker identity. It never sends anything itself: every call returns
 the *actions* now due (`SendRegistration`, `SendVersionQuery`, `SendHeartbeat`,
-`SendUnregister`, `UpdateMasterAddress`) and the host performs them, then feeds the outcome back
-(`on_register_reply`, `on_version_reply`, `on_error_response`, `on_failure`, `on_timeout`).
+`SendUnregister`, `SendTopicRegistration`, `SendMemberGroupQuery`, `CheckNameServer`, and the
+events `UpdateMasterAddress` and `MinBrokerChanged`) and the host performs them, then feeds the
+outcome back (`on_register_reply`, `on_version_reply`, `on_topic_reply`, `on_member_group`,
+`on_connect_result`, `on_error_response`, `on_failure`, `on_timeout`, and the pushed
+`on_min_broker_id_changed`).
 Time comes from the injected `Clock` or from an explicit ``now_ms`` argument; the host asks
 `next_deadline_ms` when to call `poll` again. No threads, timers or sleeps.
 
@@ -22,8 +25,12 @@ What it reproduces (Java ``BrokerController`` and ``BrokerOuterAPI``, 5.x):
 - a registration round waits at most ``register_timeout_ms``; replies after that are ignored
   (Java's caller stopped waiting), and rounds never overlap (``registerBrokerAll`` is
   ``synchronized``): a run that falls due during a round starts when the round ends;
-- the lightweight heartbeat in acting-master mode (``sendHeartbeat``) and the unregister from
-  every name server on shutdown (``unregisterBrokerAll``).
+- topic changes sent at once (``registerIncrementBrokerData``, or ``registerSingleTopicAll``
+  with ``enable_single_topic_register``), and the reply's order-topic KV table
+  (``updateOrderTopicConfig``);
+- the available name servers (registrations and heartbeats go only to those);
+- the lightweight heartbeat and ``syncBrokerMemberGroup`` in acting-master mode, and the
+  unregister from every name server on shutdown (``unregisterBrokerAll``).
 
 >>> from routing import ManualClock, RegisterResult
 >>> clock = ManualClock(start_ms=0)
@@ -39,17 +46,25 @@ What it reproduces (Java ``BrokerController`` and ``BrokerOuterAPI``, 5.x):
 from __future__ import annotations
 
 from ._broker import BrokerHeartbeat
+from ._member_group import member_group_from_route
 from ._rules import (
     FIRST_REGISTER_DELAY_MS,
     HEARTBEAT_INITIAL_DELAY_MS,
     MAX_REGISTER_PERIOD_MS,
+    MEMBER_GROUP_TIMEOUT_MS,
     MIN_REGISTER_PERIOD_MS,
+    SINGLE_TOPIC_TIMEOUT_MS,
+    SYNC_MEMBER_GROUP_INITIAL_DELAY_MS,
     UNREGISTER_TIMEOUT_MS,
     Action,
     BrokerConfig,
+    CheckNameServer,
+    MinBrokerChanged,
     QueryOutcome,
     SendHeartbeat,
+    SendMemberGroupQuery,
     SendRegistration,
+    SendTopicRegistration,
     SendUnregister,
     SendVersionQuery,
     UpdateMasterAddress,
@@ -64,17 +79,25 @@ __all__ = [
     "FIRST_REGISTER_DELAY_MS",
     "HEARTBEAT_INITIAL_DELAY_MS",
     "MAX_REGISTER_PERIOD_MS",
+    "MEMBER_GROUP_TIMEOUT_MS",
     "MIN_REGISTER_PERIOD_MS",
+    "SINGLE_TOPIC_TIMEOUT_MS",
+    "SYNC_MEMBER_GROUP_INITIAL_DELAY_MS",
     "UNREGISTER_TIMEOUT_MS",
     "Action",
     "BrokerConfig",
     "BrokerHeartbeat",
+    "CheckNameServer",
+    "MinBrokerChanged",
     "QueryOutcome",
     "SendHeartbeat",
+    "SendMemberGroupQuery",
     "SendRegistration",
+    "SendTopicRegistration",
     "SendUnregister",
     "SendVersionQuery",
     "UpdateMasterAddress",
+    "member_group_from_route",
     "need_register",
     "next_tick_ms",
     "register_period_ms",

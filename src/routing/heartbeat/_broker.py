@@ -7,23 +7,26 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Mapping
 
-import attrs
-
 from .._clock import Clock, SystemClock
 from .._errors import InvalidRequest, RoutingError
 from .._frozen import FrozenMap
 from .._messages import RegisterResult, Registration, VersionAnswer
-from .._validate import check_int, check_topic, fail
+from .._validate import check_int, fail
 from .._values import DataVersion, Perm, TopicConfig, TopicQueueMappingInfo
+from ._available import Availability, AvailabilityView
+from ._member_group import MemberGroupSync, MemberGroupView
+from ._round import Round, RoundSpec, Step, TopicSend, check_topic_config
 from ._rules import (
     FIRST_REGISTER_DELAY_MS,
     HEARTBEAT_INITIAL_DELAY_MS,
+    SINGLE_TOPIC_TIMEOUT_MS,
     UNREGISTER_TIMEOUT_MS,
     Action,
     BrokerConfig,
     QueryOutcome,
     SendHeartbeat,
     SendRegistration,
+    SendTopicRegistration,
     SendUnregister,
     SendVersionQuery,
     UpdateMasterAddress,
@@ -32,38 +35,12 @@ from ._rules import (
     rewrite_permissions,
     split_topics,
 )
+from ._topics_sync import TopicTable, check_kv_table
 
 __all__ = ["BrokerHeartbeat"]
 
 
-# --------------------------------------------------------------------------- rounds
-
-
-@attrs.frozen(kw_only=True)
-class _RoundSpec:
-    """One call of ``registerBrokerAll(checkOrderConfig, oneway, forceRegister)``."""
-
-    force: bool
-    oneway: bool
-    periodic: bool  # the scheduled run: skipped while isolated or before should_start
-
-
-@attrs.define(kw_only=True)
-class _Round:
-    """A registration round in flight: a query phase, then one send per chunk."""
-
-    spec: _RoundSpec
-    version: DataVersion
-    chunks: deque[Registration]
-    querying: bool = False
-    deadline_ms: int = 0
-    #: request id → name server, for requests whose outcome is still awaited.
-    pending: dict[int, str] = attrs.field(factory=dict)
-    answers: list[VersionAnswer | QueryOutcome] = attrs.field(factory=list)
-    won: bool = False
-
-
-class BrokerHeartbeat:
+class BrokerHeartbeat(TopicTable, MemberGroupView, AvailabilityView):
     """The registration and heartbeat schedule of one broker, driven by the clock.
 
     Every method that takes ``now_ms`` reads the injected clock when it is None; a given
@@ -72,6 +49,10 @@ class BrokerHeartbeat:
     returns actions first does what `poll` would do at that instant, so the host simply
     performs whatever comes back. Thread-safe (one lock); each call costs O(name servers)
     plus O(topics) when it starts a registration round.
+
+    The topic table and its changes come from `TopicTable` (``_topics_sync.py``), the
+    member-group view from `MemberGroupView` (``_member_group.py``) and the available
+    name servers from `AvailabilityView` (``_available.py``).
     """
 
     def __init__(
@@ -93,7 +74,7 @@ class BrokerHeartbeat:
         self._last_now = self._clock.now_ms()
         self._topics: dict[str, TopicConfig] = {}
         for t in topics:
-            self._topics[_check_topic_config(t).topic_name] = t
+            self._topics[check_topic_config(t).topic_name] = t
         # Java's DataVersion constructor reads the wall clock: timestamp = now, counter 0.
         self._version = data_version if data_version is not None else DataVersion(
             timestamp=self._last_now)
@@ -107,10 +88,13 @@ class BrokerHeartbeat:
         self._next_id = 0
         self._next_register_at = 0
         self._next_heartbeat_at: int | None = None
-        self._round: _Round | None = None
-        self._queued: deque[_RoundSpec] = deque()
+        self._round: Round | None = None
+        self._queued: deque[RoundSpec] = deque()
         self._master_addr: str | None = None
         self._master_ha_server_addr: str | None = None
+        self._order_kv: FrozenMap[str, str] | None = None
+        self._ns = Availability(config)
+        self._group = MemberGroupSync(config)
 
     def __repr__(self) -> str:
         cfg = self._config
@@ -176,15 +160,18 @@ class BrokerHeartbeat:
     def next_deadline_ms(self) -> int | None:
         """When `poll` next has something to do (ms); None before start and after shutdown.
 
-        The minimum of the next periodic registration, the next heartbeat and the end of the
-        current round's wait. O(1).
+        The minimum of the next periodic registration, the next heartbeat, the next member-group
+        sync or name-server scan, and the end of the current round's (or sync query's) wait.
+        O(1).
         """
         with self._lock:
             if self._started_at is None or self._shut_down:
                 return None
             due = self._next_register_at
-            if self._next_heartbeat_at is not None:
-                due = min(due, self._next_heartbeat_at)
+            for other in (self._next_heartbeat_at, self._ns.next_deadline_ms,
+                          self._group.next_deadline_ms):
+                if other is not None:
+                    due = min(due, other)
             if self._round is not None:
                 due = min(due, self._round.deadline_ms)
             return due
@@ -196,8 +183,10 @@ class BrokerHeartbeat:
 
         Unless the broker starts isolated, returns a forced registration round
         (``registerBrokerAll(true, false, true)``, whatever ``force_register`` says). The
-        periodic registration falls due at ``now + 10 000`` and the acting-master heartbeat
-        at ``now + 1 000``. Calling it twice raises `RoutingError`.
+        periodic registration falls due at ``now + 10 000``, the acting-master heartbeat and
+        member-group sync at ``now + 1 000``. With ``scan_available_name_servers`` the first
+        `CheckNameServer` actions come first (Java's scan runs at once, in parallel with the
+        registration). Calling it twice raises `RoutingError`.
         """
         with self._lock:
             if self._started_at is not None:
@@ -211,9 +200,12 @@ class BrokerHeartbeat:
             self._next_register_at = now + FIRST_REGISTER_DELAY_MS
             if cfg.enable_slave_acting_master:
                 self._next_heartbeat_at = now + HEARTBEAT_INITIAL_DELAY_MS
-            if self._isolated:
-                return ()
-            return tuple(self._request(_RoundSpec(force=True, oneway=False, periodic=False), now))
+            self._ns.start(now)
+            self._group.start(now, self._isolated)
+            out: list[Action] = list(self._ns.poll(now))
+            if not self._isolated:
+                out += self._request(RoundSpec(force=True, oneway=False, periodic=False), now)
+            return tuple(out)
 
     def poll(self, now_ms: int | None = None) -> tuple[Action, ...]:
         """Everything due at ``now``: the end of a round's wait, the periodic registration,
@@ -235,6 +227,8 @@ class BrokerHeartbeat:
             self._shut_down = True
             self._round = None
             self._queued.clear()
+            self._ns.stop()
+            self._group.stop()
             cfg = self._config
             return tuple(
                 SendUnregister(name_server=ns, cluster=cfg.cluster, broker_addr=cfg.broker_addr,
@@ -258,7 +252,7 @@ class BrokerHeartbeat:
             out = self._advance(now)
             if force is None:
                 force = self._config.force_register
-            out += self._request(_RoundSpec(force=force, oneway=oneway, periodic=False), now)
+            out += self._request(RoundSpec(force=force, oneway=oneway, periodic=False), now)
             return tuple(out)
 
     def end_isolation(self, now_ms: int | None = None) -> tuple[Action, ...]:
@@ -268,98 +262,44 @@ class BrokerHeartbeat:
             self._require_started("end_isolation")
             now = self._now(now_ms)
             out = self._advance(now)
-            spec = _RoundSpec(force=self._config.force_register, oneway=False, periodic=False)
+            spec = RoundSpec(force=self._config.force_register, oneway=False, periodic=False)
             out += self._request(spec, now)
             self._isolated = False
+            group = self._group
+            group.acting_as_master = self._config.broker_id == group.min_broker_id
             return tuple(out)
 
     def isolate(self, now_ms: int | None = None) -> None:
         """Java ``stopService``: no periodic registration and no heartbeat until
-        `end_isolation`. A round already in flight completes."""
+        `end_isolation`, and the master-only services stop (`acting_as_master` is False).
+        A round already in flight completes."""
         with self._lock:
             self._now(now_ms)
             self._isolated = True
-
-    # ------------------------------------------------------------------ topic table
-
-    def update_topics(
-        self, topics: Iterable[TopicConfig], now_ms: int | None = None
-    ) -> DataVersion:
-        """Add or replace topics and bump the version (``TopicConfigManager.updateTopicConfig``:
-        ``nextVersion(stateMachineVersion)``). Registering is left to the schedule or to
-        `register_now`. Returns the new version. O(topics given)."""
-        with self._lock:
-            now = self._now(now_ms)
-            new = [_check_topic_config(t) for t in topics]
-            for t in new:
-                self._topics[t.topic_name] = t
-            return self._bump(now)
-
-    def set_topics(self, topics: Iterable[TopicConfig], now_ms: int | None = None) -> DataVersion:
-        """Replace the whole table and bump the version. O(topics)."""
-        with self._lock:
-            now = self._now(now_ms)
-            table = {_check_topic_config(t).topic_name: t for t in topics}
-            self._topics = table
-            return self._bump(now)
-
-    def delete_topics(self, names: Iterable[str], now_ms: int | None = None) -> DataVersion:
-        """Remove topics (``deleteTopicConfig``); bump the version if any was present."""
-        with self._lock:
-            now = self._now(now_ms)
-            if isinstance(names, str):
-                fail("names", names, "an iterable of topic names, not a str")
-            removed = [self._topics.pop(check_topic("names[]", n), None) for n in list(names)]
-            if any(r is not None for r in removed):
-                return self._bump(now)
-            return self._version
-
-    def bump_data_version(
-        self, now_ms: int | None = None, *, state_version: int | None = None
-    ) -> DataVersion:
-        """``DataVersion.nextVersion(stateVersion)``. A given ``state_version`` (the master
-        epoch in controller mode, ``ReplicasManager.changeToMaster``) is kept for later bumps."""
-        with self._lock:
-            now = self._now(now_ms)
-            if state_version is not None:
-                self._state_version = check_int("state_version", state_version)
-            return self._bump(now)
-
-    def set_queue_mappings(self, mappings: Mapping[str, TopicQueueMappingInfo]) -> None:
-        """The static-topic mappings attached to the last chunk of each registration."""
-        table = FrozenMap(mappings)
-        for key, info in table.items():
-            if not isinstance(info, TopicQueueMappingInfo):
-                fail(f"mappings[{key!r}]", info, "a TopicQueueMappingInfo")
-        with self._lock:
-            self._mappings = table
-
-    def set_broker_permission(self, perm: int, now_ms: int | None = None) -> tuple[Action, ...]:
-        """Admin ``updateBrokerConfig(brokerPermission)``: bump the version and run a forced
-        round (``registerBrokerAll(false, false, true)``)."""
-        with self._lock:
-            now = self._now(now_ms)
-            self._permission = Perm(check_int("broker_permission", perm, low=0, high=15))
-            self._bump(now)
-            out = self._advance(now)
-            out += self._request(_RoundSpec(force=True, oneway=False, periodic=False), now)
-            return tuple(out)
+            self._group.acting_as_master = False
 
     # ------------------------------------------------------------------ replies
 
     def on_register_reply(
         self, name_server: str, request_id: int, result: RegisterResult,
-        *, now_ms: int | None = None,
+        *, kv_table: Mapping[str, str] | None = None, now_ms: int | None = None,
     ) -> tuple[Action, ...]:
         """A REGISTER_BROKER answered SUCCESS. The first accepted one of the send wins and yields
         `UpdateMasterAddress`; later ones change nothing. ``accepted=False`` (D3: Java answers
         SYSTEM_ERROR, or an empty success for a stale epoch) never wins. Replies after the wait
-        (``register_timeout_ms``) or with an unknown id are ignored."""
+        (``register_timeout_ms``) or with an unknown id are ignored.
+
+        ``kv_table`` is the reply's body, the name server's ``ORDER_TOPIC_CONFIG`` namespace
+        (None when the reply had no body). The winner's is applied as
+        ``updateOrderTopicConfig`` when the round checks order config (every round but
+        `set_broker_permission`'s): see `order_topic_config`."""
+        kv_table = check_kv_table(kv_table)
         with self._lock:
             now = self._now(now_ms)
             out = self._advance(now)
             r = self._round
-            if r is None or r.querying or r.pending.get(request_id) != name_server:
+            if (r is None or r.querying or r.topic_step
+                    or r.pending.get(request_id) != name_server):
                 return tuple(out)
             del r.pending[request_id]
             if result.accepted and not r.won:
@@ -370,9 +310,22 @@ class BrokerHeartbeat:
                 out.append(UpdateMasterAddress(master_addr=result.master_addr,
                                                ha_server_addr=result.ha_server_addr,
                                                name_server=name_server))
+                if r.spec.check_order:
+                    self._apply_order_config(kv_table, now)
             if not r.pending:
                 out += self._close_wait(now)
             return tuple(out)
+
+    def on_topic_reply(
+        self, name_server: str, request_id: int, *, now_ms: int | None = None
+    ) -> tuple[Action, ...]:
+        """A REGISTER_TOPIC_IN_NAMESRV answered (Java logs the code and moves on: any answer
+        counts the same)."""
+        with self._lock:  # reentrant: _outcome takes it again
+            r = self._round
+            if r is not None and not r.topic_step:
+                return tuple(self._advance(self._now(now_ms)))
+            return self._outcome(name_server, request_id, QueryOutcome.ERROR_RESPONSE, now_ms)
 
     def on_version_reply(
         self, name_server: str, request_id: int, answer: VersionAnswer,
@@ -424,10 +377,6 @@ class BrokerHeartbeat:
         if self._started_at is None:
             raise RoutingError(f"BrokerHeartbeat.{what} called before start")
 
-    def _bump(self, now: int) -> DataVersion:
-        self._version = self._version.next(now, self._state_version)
-        return self._version
-
     def _new_id(self) -> int:
         self._next_id += 1
         return self._next_id
@@ -442,7 +391,7 @@ class BrokerHeartbeat:
         if now >= self._next_register_at:
             self._next_register_at = next_tick_ms(
                 self._started_at + FIRST_REGISTER_DELAY_MS, cfg.effective_register_period_ms, now)
-            spec = _RoundSpec(force=cfg.force_register, oneway=False, periodic=True)
+            spec = RoundSpec(force=cfg.force_register, oneway=False, periodic=True)
             out += self._request(spec, now)
         if self._next_heartbeat_at is not None and now >= self._next_heartbeat_at:
             self._next_heartbeat_at = next_tick_ms(
@@ -450,12 +399,14 @@ class BrokerHeartbeat:
                 now)
             if not self._isolated:
                 out += self._heartbeats()
+        out += self._ns.poll(now)
+        out += self._group.poll(now, self._new_id)
         return out
 
     def _heartbeats(self) -> list[Action]:
         cfg = self._config
         out: list[Action] = []
-        for ns in cfg.name_servers:
+        for ns in self._ns.available():
             if cfg.compatible_with_old_namesrv:
                 out.append(SendVersionQuery(
                     name_server=ns, request_id=self._new_id(), cluster=cfg.cluster,
@@ -469,7 +420,7 @@ class BrokerHeartbeat:
                     timeout_ms=cfg.send_heartbeat_timeout_ms))
         return out
 
-    def _request(self, spec: _RoundSpec, now: int) -> list[Action]:
+    def _request(self, spec: RoundSpec, now: int) -> list[Action]:
         """Start a round, or queue it behind the one in flight (Java: ``synchronized``).
         Periodic runs queued during one round collapse into one. Nothing before start or
         after shutdown."""
@@ -480,6 +431,11 @@ class BrokerHeartbeat:
         if not (spec.periodic and any(q.periodic for q in self._queued)):
             self._queued.append(spec)
         return []
+
+    def _chunks(self, spec: RoundSpec) -> deque[Step]:
+        if spec.steps is not None:
+            return deque(spec.steps)
+        return deque(self._build())
 
     def _build(self) -> deque[Registration]:
         cfg = self._config
@@ -503,13 +459,13 @@ class BrokerHeartbeat:
             for i, chunk in enumerate(chunks)
         )
 
-    def _begin(self, spec: _RoundSpec, now: int) -> list[Action]:
+    def _begin(self, spec: RoundSpec, now: int) -> list[Action]:
         cfg = self._config
         if self._shut_down:
             return []
         if spec.periodic and (now < self._should_start_at or self._isolated):
             return []
-        r = _Round(spec=spec, version=self._version, chunks=self._build())
+        r = Round(spec=spec, version=self._version, chunks=self._chunks(spec))
         self._round = r
         if cfg.enable_split_registration or spec.force:
             return self._send_next(now)
@@ -535,17 +491,28 @@ class BrokerHeartbeat:
         assert r is not None
         out: list[Action] = []
         while r.chunks:
-            registration = r.chunks.popleft()
+            step = r.chunks.popleft()
             r.won = False
-            for ns in cfg.name_servers:
-                rid = self._new_id()
-                out.append(SendRegistration(name_server=ns, request_id=rid,
-                                            registration=registration, oneway=r.spec.oneway,
-                                            timeout_ms=cfg.register_timeout_ms))
-                if not r.spec.oneway:
+            r.topic_step = isinstance(step, TopicSend)
+            if isinstance(step, TopicSend):  # registerSingleTopicAll: the full list
+                for ns in cfg.name_servers:
+                    rid = self._new_id()
+                    out.append(SendTopicRegistration(
+                        name_server=ns, request_id=rid, topic=step.topic,
+                        queue_data=step.queue_data, timeout_ms=SINGLE_TOPIC_TIMEOUT_MS))
                     r.pending[rid] = ns
+                wait = SINGLE_TOPIC_TIMEOUT_MS
+            else:
+                for ns in self._ns.available():
+                    rid = self._new_id()
+                    out.append(SendRegistration(name_server=ns, request_id=rid,
+                                                registration=step, oneway=r.spec.oneway,
+                                                timeout_ms=cfg.register_timeout_ms))
+                    if not r.spec.oneway:
+                        r.pending[rid] = ns
+                wait = cfg.register_timeout_ms
             if r.pending:
-                r.deadline_ms = now + cfg.register_timeout_ms
+                r.deadline_ms = now + wait
                 return out
         return out + self._end(now)
 
@@ -577,6 +544,12 @@ class BrokerHeartbeat:
             now = self._now(now_ms)
             out = self._advance(now)
             r = self._round
+            if self._group.owns(name_server, request_id):
+                if outcome is QueryOutcome.FAILED:
+                    self._group.failed()
+                else:
+                    self._group.answered(None, self._isolated)
+                return tuple(out)
             if r is None or r.pending.get(request_id) != name_server:
                 return tuple(out)
             if isinstance(outcome, VersionAnswer) and not r.querying:
@@ -588,8 +561,3 @@ class BrokerHeartbeat:
                 out += self._close_wait(now)
             return tuple(out)
 
-
-def _check_topic_config(value: object) -> TopicConfig:
-    if not isinstance(value, TopicConfig):
-        fail("topics[]", value, "a TopicConfig")
-    return value

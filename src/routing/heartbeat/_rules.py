@@ -23,19 +23,26 @@ from .._validate import (
     check_name,
     fail,
 )
-from .._values import DataVersion, Perm, TopicConfig
+from .._values import DataVersion, Perm, QueueData, TopicConfig
 
 __all__ = [
     "FIRST_REGISTER_DELAY_MS",
     "HEARTBEAT_INITIAL_DELAY_MS",
     "MAX_REGISTER_PERIOD_MS",
     "MIN_REGISTER_PERIOD_MS",
+    "MEMBER_GROUP_TIMEOUT_MS",
+    "SINGLE_TOPIC_TIMEOUT_MS",
+    "SYNC_MEMBER_GROUP_INITIAL_DELAY_MS",
     "UNREGISTER_TIMEOUT_MS",
     "Action",
     "BrokerConfig",
+    "CheckNameServer",
+    "MinBrokerChanged",
     "QueryOutcome",
     "SendHeartbeat",
+    "SendMemberGroupQuery",
     "SendRegistration",
+    "SendTopicRegistration",
     "SendUnregister",
     "SendVersionQuery",
     "UpdateMasterAddress",
@@ -56,6 +63,12 @@ MAX_REGISTER_PERIOD_MS = 60_000
 HEARTBEAT_INITIAL_DELAY_MS = 1_000
 #: Timeout of each UNREGISTER_BROKER at shutdown (``BrokerOuterAPI.unregisterBroker``: 3000).
 UNREGISTER_TIMEOUT_MS = 3_000
+#: How long ``registerSingleTopicAll`` waits for its replies (``BrokerController``: 3000).
+SINGLE_TOPIC_TIMEOUT_MS = 3_000
+#: Timeout of the member-group query (``BrokerOuterAPI.getBrokerMemberGroup``: 3000).
+MEMBER_GROUP_TIMEOUT_MS = 3_000
+#: Initial delay of ``syncBrokerMemberGroup`` (``BrokerController.start``: 1000).
+SYNC_MEMBER_GROUP_INITIAL_DELAY_MS = 1_000
 
 
 def register_period_ms(configured: int) -> int:
@@ -214,8 +227,16 @@ class BrokerConfig:
 
     Identity: ``cluster``, ``broker_name``, ``broker_id``, ``broker_addr``
     (``brokerIP1:listenPort``), ``ha_server_addr`` (``brokerIP2:haListenPort``), ``zone_name``.
-    ``name_servers`` is the name-server address list; registrations, queries, heartbeats and
-    unregisters go to each of them. All durations are ms. ``total_replicas`` is the
+    ``name_servers`` is the name-server address list. Registrations and heartbeats go to the
+    *available* ones (Java 5.x ``getAvailableNameSrvList``: every one until the host reports a
+    failed connection, see `BrokerHeartbeat.on_connect_result`); ``needRegister`` queries,
+    single-topic registrations and unregisters go to all of them. With
+    ``scan_available_name_servers`` (Java's client scans by default; here the host opts in)
+    the broker asks the host to check every name server at start and every
+    ``connect_timeout_ms`` (`CheckNameServer`). ``enable_single_topic_register`` sends topic
+    changes as REGISTER_TOPIC_IN_NAMESRV instead of incremental registrations;
+    ``sync_broker_member_group_period_ms`` is the period of ``syncBrokerMemberGroup`` in
+    acting-master mode. All durations are ms. ``total_replicas`` is the
     MessageStoreConfig setting: with more than one replica and ``enable_slave_acting_master`` the
     broker starts isolated. ``disappear_time_after_start_ms`` (Java default -1, no delay) holds
     the periodic registration back after start. Every field is validated; a bad one raises
@@ -243,6 +264,10 @@ class BrokerConfig:
     total_replicas: int = attrs.field(default=1, validator=_positive)
     disappear_time_after_start_ms: int = attrs.field(
         default=-1, validator=attrs_check(check_int))
+    enable_single_topic_register: bool = attrs.field(default=False, validator=_bool)
+    sync_broker_member_group_period_ms: int = attrs.field(default=1_000, validator=_positive)
+    connect_timeout_ms: int = attrs.field(default=3_000, validator=_positive)
+    scan_available_name_servers: bool = attrs.field(default=False, validator=_bool)
 
     @name_servers.validator
     def _check_name_servers(self, attribute: Any, value: tuple[str, ...]) -> None:
@@ -348,6 +373,74 @@ class UpdateMasterAddress:
     name_server: str
 
 
+@attrs.frozen(kw_only=True)
+class SendTopicRegistration:
+    """Send REGISTER_TOPIC_IN_NAMESRV for ``topic`` with one `QueueData` as the body (a
+    ``TopicRouteData`` holding only ``queue_datas``), ``BrokerOuterAPI.registerSingleTopicAll``.
+
+    Report the outcome with ``request_id`` (`BrokerHeartbeat.on_topic_reply` for SUCCESS):
+    the broker waits at most ``timeout_ms`` for all of them before its next send.
+    """
+
+    name_server: str
+    request_id: int
+    topic: str
+    queue_data: QueueData
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class SendMemberGroupQuery:
+    """``syncBrokerMemberGroup``: ask ``name_server`` who is in this broker's group.
+
+    ``via_route=False``: GET_BROKER_MEMBER_GROUP (cluster, broker name). ``via_route=True``
+    (``compatible_with_old_namesrv``): GET_ROUTEINFO_BY_TOPIC for ``route_topic``; the host
+    turns the route into a group with `member_group_from_route`. Report the group with
+    `BrokerHeartbeat.on_member_group` (``None`` for a non-SUCCESS answer).
+    """
+
+    name_server: str
+    request_id: int
+    cluster: str
+    broker_name: str
+    via_route: bool
+    timeout_ms: int
+
+    @property
+    def route_topic(self) -> str:
+        """``rmq_sys_SYNC_BROKER_MEMBER_<broker name>``."""
+        return f"rmq_sys_SYNC_BROKER_MEMBER_{self.broker_name}"
+
+
+@attrs.frozen(kw_only=True)
+class CheckNameServer:
+    """Java's ``scanAvailableNameSrv`` for one server: connect to ``name_server`` unless a
+    connection is open (waiting at most ``timeout_ms``), then report the result with
+    `BrokerHeartbeat.on_connect_result`."""
+
+    name_server: str
+    timeout_ms: int
+
+
+@attrs.frozen(kw_only=True)
+class MinBrokerChanged:
+    """An event, nothing to send: the smallest live id of the group changed (``onMinBrokerChange``).
+
+    ``acting_as_master`` says whether this broker now runs the master-only services
+    (``changeSpecialServiceStatus(brokerId == minBrokerId)``). ``master_offline`` is True when
+    ``offline_broker_addr`` was this slave's master address: the host stops syncing from it
+    (``onMasterOffline``). ``ha_broker_addr`` comes from a NOTIFY_MIN_BROKER_ID_CHANGE push.
+    """
+
+    min_broker_id: int
+    min_broker_addr: str | None
+    offline_broker_addr: str | None
+    ha_broker_addr: str | None
+    acting_as_master: bool
+    master_offline: bool
+
+
 Action: TypeAlias = (
     SendRegistration | SendVersionQuery | SendHeartbeat | SendUnregister | UpdateMasterAddress
+    | SendTopicRegistration | SendMemberGroupQuery | CheckNameServer | MinBrokerChanged
 )

@@ -1,8 +1,12 @@
 """The printed summary: a few numbers per table, the same from Spark or from the reference.
 
-`summarize_rows` builds a `Summary` from the reference's rows, `summarize_analysis` from a
-Spark `Analysis` (small aggregations and ``limit`` queries, nothing proportional to the
-journal is collected). `render` prints it with rich (imported only there).
+`summarize_rows` builds a `Summary` from output rows; `collect_rows` fetches from a Spark
+`Analysis` the rows the summary and the report use (the tables with one row per session,
+window, expiry, route change or name server; ``rejected`` only counted by reason and file;
+nothing with one row per journal line), so both engines share one implementation.
+Incidents (``_incidents.py``) and availability over a topic's life (``_lifetime.py``) are
+computed from those rows. `render` prints the summary with rich (imported only there);
+`summary_json` is every number it prints, for ``--summary-json``.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Summary", "format_ms", "format_time", "render", "summarize_analysis",
-           "summarize_rows"]
+from ._incidents import DEFAULT_GAP_MS, find_incidents, wall_time
+from ._lifetime import availability_over_life, rank_availability
+
+__all__ = ["Summary", "collect_rows", "format_ms", "format_time", "plural", "render",
+           "summarize_analysis", "summarize_rows", "summary_json"]
 
 Row = dict[str, Any]
 _TOP = 10
@@ -33,16 +40,42 @@ class Summary:
     route_changes: int
     topics: int
     disagreement_intervals: int
-    disagreement_total_ms: int
-    worst_disagreement: tuple[Row, ...]
+    #: the sum of every topic's disagreement time: NOT wall time (kept for the JSON only)
+    disagreement_topic_sum_ms: int
+    #: the union of the disagreement windows: wall time during which some topic differed
+    disagreement_wall_ms: int
+    #: the span every journal covers (where disagreement is measured)
+    common_span_ms: int
+    disagreement_topics: int
+    incidents: tuple[Row, ...]
+    incident_gap_ms: int
     lowest_availability: tuple[Row, ...]
+    deleted_topics: int
     rejected_by_reason: Mapping[str, int]
     rejected_total: int
+    rejected_by_file: tuple[Row, ...] = ()
     routes_at: tuple[Row, ...] = ()
+    #: every (topic, name server) of `availability_over_life` (the JSON has them all)
+    availability_life: tuple[Row, ...] = ()
 
     @property
     def records(self) -> int:
         return sum(int(r["records"]) for r in self.name_servers)
+
+    @property
+    def worst_incidents(self) -> tuple[Row, ...]:
+        """The longest incidents, longest first."""
+        return tuple(sorted(self.incidents, key=lambda r: (-r["duration_ms"], r["start_ms"]))
+                     [:_TOP])
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 name server``, ``2 name servers``, ``1,024 entries`` (with ``many``).
+
+    >>> plural(1, "name server"), plural(3, "name server"), plural(0, "entry", "entries")
+    ('1 name server', '3 name servers', '0 entries')
+    """
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def _reason_key(reason: str) -> str:
@@ -50,11 +83,27 @@ def _reason_key(reason: str) -> str:
     return reason.split(":")[0][:80]
 
 
-def summarize_rows(tables: Mapping[str, Sequence[Row]]) -> Summary:
-    """A `Summary` of `analyze_local`'s tables."""
+def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
+                   gap_ms: int = DEFAULT_GAP_MS) -> Summary:
+    """A `Summary` of output rows (`analyze_local`'s tables, or `collect_rows`'s).
+
+    ``rejected`` may be replaced by ``rejected_groups`` (``source, reason, lines``: the
+    rejected lines counted by file and `_reason_key`); ``gap_ms`` merges disagreement
+    windows into incidents (``_incidents.py``)."""
     dis = tables["disagreement"]
+    servers = tables["name_servers"]
+    w0 = max((r["first_ms"] for r in servers), default=0)
+    w1 = min((r["last_ms"] for r in servers), default=0)
+    groups = tables.get("rejected_groups")
+    if groups is None:
+        counted = Counter((r["source"], _reason_key(r["reason"])) for r in tables["rejected"])
+        groups = [{"source": f, "reason": k, "lines": n} for (f, k), n in counted.items()]
+    by_reason: Counter[str] = Counter()
+    for g in groups:
+        by_reason[g["reason"]] += int(g["lines"])
+    life = availability_over_life(tables["route_changes"], tables["sessions"], servers)
     return Summary(
-        name_servers=tuple(tables["name_servers"]),
+        name_servers=tuple(servers),
         sessions_by_reason=dict(sorted(Counter(r["end_reason"] for r in
                                                tables["sessions"]).items())),
         expiry_latencies_ms=tuple(sorted(r["latency_ms"] for r in tables["expiries"])),
@@ -63,15 +112,21 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]]) -> Summary:
         route_changes=len(tables["route_changes"]),
         topics=len({r["topic"] for r in tables["route_changes"]}),
         disagreement_intervals=len(dis),
-        disagreement_total_ms=sum(r["duration_ms"] for r in dis),
-        worst_disagreement=_windows(dis),
-        lowest_availability=tuple(sorted(
-            (r for r in tables["availability"] if r["share"] is not None),
-            key=lambda r: (r["share"], r["topic"], r["ns"]))[:_TOP]),
-        rejected_by_reason=dict(Counter(_reason_key(r["reason"])
-                                        for r in tables["rejected"]).most_common(_TOP)),
-        rejected_total=len(tables["rejected"]),
+        disagreement_topic_sum_ms=sum(r["duration_ms"] for r in dis),
+        disagreement_wall_ms=wall_time((r["start_ms"], r["end_ms"]) for r in dis),
+        common_span_ms=max(0, w1 - w0) if len(servers) > 1 else 0,
+        disagreement_topics=len({r["topic"] for r in dis}),
+        incidents=tuple(find_incidents(dis, tables["sessions"],
+                                       servers=[r["ns"] for r in servers], gap_ms=gap_ms)),
+        incident_gap_ms=gap_ms,
+        lowest_availability=tuple(rank_availability(life, _TOP)),
+        deleted_topics=len({r["topic"] for r in life if r["deleted"]}),
+        rejected_by_reason=dict(by_reason.most_common(_TOP)),
+        rejected_total=sum(by_reason.values()),
+        rejected_by_file=tuple(sorted(groups, key=lambda g: (-int(g["lines"]), g["source"],
+                                                             g["reason"]))),
         routes_at=_routes_at(tables.get("routes_at", ())),
+        availability_life=tuple(life),
     )
 
 
@@ -96,66 +151,40 @@ def _routes_at(rows: Iterable[Row]) -> tuple[Row, ...]:
     return tuple(out)
 
 
-def _windows(rows: Sequence[Row]) -> tuple[Row, ...]:
-    """Disagreement intervals with the same span and the same name servers out of step,
-    grouped (a name-server restart makes every topic disagree at once), worst first."""
-    groups: dict[tuple[int, int, tuple[str, ...]], list[Row]] = {}
-    for r in rows:
-        groups.setdefault((r["start_ms"], r["end_ms"], tuple(r["out_of_step"])), []).append(r)
-    windows = [{"start_ms": a, "end_ms": b, "out_of_step": list(out),
-                "duration_ms": b - a, "open_at_end": any(r["open_at_end"] for r in rs),
-                "variants": max(r["variants"] for r in rs), "topics": len(rs),
-                "sample": sorted(r["topic"] for r in rs)[:3]}
-               for (a, b, out), rs in groups.items()]
-    windows.sort(key=lambda w: (-w["duration_ms"], w["start_ms"], -w["topics"],
-                                w["out_of_step"]))
-    return tuple(windows[:_TOP])
+#: What `collect_rows` takes of each table (route_json is left out: it is large).
+_COLLECTED: dict[str, tuple[str, ...] | None] = {
+    "name_servers": None, "sessions": None, "expiries": None, "disagreement": None,
+    "route_changes": ("ns", "topic", "at_ms", "seq", "present", "groups",
+                      "writable_queue_count"),
+    "routes_at": ("at_ms", "topic", "ns", "present", "groups", "writable_queue_count",
+                  "digest"),
+}
 
 
-def summarize_analysis(analysis: Any) -> Summary:
-    """A `Summary` of a Spark `Analysis` (equal to `summarize_rows` of its rows)."""
+def collect_rows(analysis: Any) -> dict[str, list[Row]]:
+    """The rows of a Spark `Analysis` that `summarize_rows` and the report use: one row
+    per name server, session, expiry, disagreement window, route change (without its JSON)
+    and route at an ``--at`` time; rejected lines counted by file and reason
+    (``rejected_groups``). Their number grows with what happened, not with the number of
+    journal lines (heartbeats add none)."""
     from pyspark.sql import functions as F
 
     t = analysis.tables
+    out: dict[str, list[Row]] = {}
+    for name, columns in _COLLECTED.items():
+        df = t[name] if columns is None else t[name].select(*columns)
+        out[name] = [r.asDict(recursive=True) for r in df.collect()]
+    reason = F.substring(F.split(F.col("reason"), ":").getItem(0), 1, 80)
+    out["rejected_groups"] = [
+        {"source": r["source"], "reason": r["reason"], "lines": int(r["lines"])}
+        for r in t["rejected"].groupBy("source", reason.alias("reason"))
+        .agg(F.count("*").alias("lines")).collect()]
+    return out
 
-    def dicts(df: Any) -> tuple[Row, ...]:
-        return tuple(r.asDict(recursive=True) for r in df.collect())
 
-    reasons = {r["end_reason"]: int(r["count"])
-               for r in t["sessions"].groupBy("end_reason").count().collect()}
-    exp = t["expiries"].select("latency_ms", "overdue_ms").collect()
-    dis = t["disagreement"].agg(F.count("*").alias("n"),
-                                F.sum("duration_ms").alias("total")).first()
-    rc = t["route_changes"].agg(F.count("*").alias("n"),
-                                F.countDistinct("topic").alias("topics")).first()
-    rejected = [r["reason"] for r in t["rejected"].select("reason").limit(100_000).collect()]
-    total_rejected = t["rejected"].count()
-    return Summary(
-        name_servers=dicts(t["name_servers"].orderBy("ns")),
-        sessions_by_reason=dict(sorted(reasons.items())),
-        expiry_latencies_ms=tuple(sorted(int(r["latency_ms"]) for r in exp)),
-        expiry_overdue_ms=tuple(sorted(int(r["overdue_ms"]) for r in exp
-                                       if r["overdue_ms"] is not None)),
-        route_changes=int(rc["n"]),
-        topics=int(rc["topics"]),
-        disagreement_intervals=int(dis["n"]),
-        disagreement_total_ms=int(dis["total"] or 0),
-        worst_disagreement=dicts(
-            t["disagreement"].groupBy("start_ms", "end_ms", "out_of_step")
-            .agg(F.first("duration_ms").alias("duration_ms"),
-                 F.max("open_at_end").alias("open_at_end"), F.max("variants").alias("variants"),
-                 F.count("*").alias("topics"),
-                 F.slice(F.sort_array(F.collect_list("topic")), 1, 3).alias("sample"))
-            .orderBy(F.desc("duration_ms"), "start_ms", F.desc("topics"), "out_of_step")
-            .limit(_TOP)),
-        lowest_availability=dicts(t["availability"].filter(F.col("share").isNotNull())
-                                  .orderBy("share", "topic", "ns").limit(_TOP)),
-        rejected_by_reason=dict(Counter(_reason_key(r) for r in rejected).most_common(_TOP)),
-        rejected_total=int(total_rejected),
-        routes_at=_routes_at(dicts(t["routes_at"].select(
-            "at_ms", "topic", "ns", "present", "groups", "writable_queue_count", "digest")
-            .limit(500_000))),
-    )
+def summarize_analysis(analysis: Any, *, gap_ms: int = DEFAULT_GAP_MS) -> Summary:
+    """A `Summary` of a Spark `Analysis` (equal to `summarize_rows` of its rows)."""
+    return summarize_rows(collect_rows(analysis), gap_ms=gap_ms)
 
 
 # --------------------------------------------------------------------------- formatting
@@ -197,78 +226,154 @@ def _pct(values: Sequence[int], p: float) -> int | None:
     return values[rank - 1]
 
 
+def _expiry_stats(values: Sequence[int]) -> dict[str, int | None]:
+    return {"min": values[0] if values else None, "median": _pct(values, 0.5),
+            "p95": _pct(values, 0.95), "max": values[-1] if values else None}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def summary_json(summary: Summary) -> dict[str, Any]:
+    """Every number `render` prints (and the incidents in full), as plain JSON values.
+    Times and durations are ms; shares are fractions of 1."""
+    span = [(r["first_ms"], r["last_ms"]) for r in summary.name_servers]
+    return {
+        "name_servers": [dict(r) for r in summary.name_servers],
+        "records": summary.records,
+        "journal_span_ms": (max(b for _a, b in span) - min(a for a, _b in span)) if span else 0,
+        "sessions": {"total": sum(summary.sessions_by_reason.values()),
+                     "by_end_reason": dict(summary.sessions_by_reason)},
+        "expiries": {"count": len(summary.expiry_latencies_ms),
+                     "latency_ms": _expiry_stats(summary.expiry_latencies_ms),
+                     "past_deadline_ms": _expiry_stats(summary.expiry_overdue_ms)},
+        "route_changes": summary.route_changes,
+        "topics": summary.topics,
+        "disagreement": {
+            "windows": summary.disagreement_intervals,
+            "topics": summary.disagreement_topics,
+            "wall_ms": summary.disagreement_wall_ms,
+            "common_span_ms": summary.common_span_ms,
+            "share_of_common_span": _share(summary.disagreement_wall_ms,
+                                           summary.common_span_ms),
+            "sum_over_topics_ms": summary.disagreement_topic_sum_ms,
+            "incident_gap_ms": summary.incident_gap_ms,
+            "incidents": len(summary.incidents),
+            "incidents_by_kind": dict(sorted(Counter(
+                i["kind"] for i in summary.incidents).items())),
+        },
+        "incidents": [dict(i) for i in summary.incidents],
+        "worst_incidents": [i["id"] for i in summary.worst_incidents],
+        "lowest_availability": [dict(r) for r in summary.lowest_availability],
+        "topics_deleted_on_purpose": summary.deleted_topics,
+        "availability_over_life": [dict(r) for r in summary.availability_life],
+        "routes_at": [dict(r) for r in summary.routes_at],
+        "rejected": {"total": summary.rejected_total,
+                     "by_reason": dict(summary.rejected_by_reason),
+                     "by_file": [dict(g) for g in summary.rejected_by_file]},
+    }
+
+
+def _brokers(names: Sequence[str], shown: int = 2) -> str:
+    more = len(names) - shown
+    return "; ".join(names[:shown]) + (f" +{more} more" if more > 0 else "") or "-"
+
+
 def render(summary: Summary, console: Any = None, *, title: str = "routing analyze") -> None:
-    """Print the summary as rich tables on ``console`` (a new one by default)."""
+    """Print the summary as rich tables on ``console`` (a new one by default). Cells fold
+    instead of being cut: names are never shortened; when the console is not a terminal,
+    give it a width wide enough for the longest row (the CLI does)."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = console or Console()
+
+    def table(heading: str, *columns: str, right: Iterable[str] = ()) -> Any:
+        # the heading is printed as its own line (a title would wrap to the table's width)
+        t = Table(caption=heading)
+        for col in columns:
+            t.add_column(col, justify="right" if col in set(right) else "left",
+                         overflow="fold")
+        return t
+
+    def show(t: Any) -> None:
+        heading, t.caption = t.caption, None
+        console.print(Text(heading, style="italic"))
+        console.print(t)
+
     span = [(r["first_ms"], r["last_ms"]) for r in summary.name_servers]
     length = max((b for _a, b in span), default=0) - min((a for a, _b in span), default=0)
-    console.rule(f"[bold]{title}[/bold]: {len(summary.name_servers)} name servers, "
-                 f"{summary.records:,} records over {format_ms(length)}")
+    heading = (f"[bold]{title}[/bold]: {plural(len(summary.name_servers), 'name server')}, "
+               f"{plural(summary.records, 'record')} over {format_ms(length)}")
+    if console.is_terminal:
+        console.rule(heading)
+    else:
+        console.print(heading)
 
-    ns = Table(title="Name servers", title_justify="left")
-    for col in ("name server", "from", "to", "records", "restarts", "seq gaps", "rejected"):
-        ns.add_column(col, justify="left" if col in ("name server", "from", "to") else "right")
+    ns = table("Name servers", "name server", "from", "to", "records", "restarts",
+               "seq gaps", "rejected", right=("records", "restarts", "seq gaps", "rejected"))
     for r in summary.name_servers:
         ns.add_row(r["ns"], format_time(r["first_ms"], millis=False),
                    format_time(r["last_ms"], millis=False),
                    f"{r['records']:,}", str(r["restarts"]), str(r["gaps"]),
                    f"{r['rejected']:,}")
-    console.print(ns)
+    show(ns)
 
-    sessions = Table(title="Broker sessions by how they ended", title_justify="left")
-    sessions.add_column("end reason")
-    sessions.add_column("sessions", justify="right")
+    sessions = table("Broker sessions by how they ended", "end reason", "sessions",
+                     right=("sessions",))
     for reason, n in summary.sessions_by_reason.items():
         sessions.add_row(reason, f"{n:,}")
-    sessions.add_row("[bold]total[/bold]", f"[bold]{sum(summary.sessions_by_reason.values()):,}")
-    console.print(sessions)
+    sessions.add_row("total", f"{sum(summary.sessions_by_reason.values()):,}", style="bold")
+    show(sessions)
 
     lat, over = summary.expiry_latencies_ms, summary.expiry_overdue_ms
-    exp = Table(title=f"Expiries: {len(lat):,} (last heartbeat → detecting scan)",
-                title_justify="left")
-    for col in ("", "min", "median", "p95", "max"):
-        exp.add_column(col, justify="right" if col else "left")
-    exp.add_row("latency", *(format_ms(v) for v in (lat[0] if lat else None, _pct(lat, 0.5),
-                                                     _pct(lat, 0.95), lat[-1] if lat else None)))
-    exp.add_row("past the deadline", *(format_ms(v) for v in (
-        over[0] if over else None, _pct(over, 0.5), _pct(over, 0.95),
-        over[-1] if over else None)))
-    console.print(exp)
+    exp = table(f"Expiries: {len(lat):,} (last heartbeat → detecting scan)",
+                "", "min", "median", "p95", "max", right=("min", "median", "p95", "max"))
+    for name, values in (("latency", lat), ("past the deadline", over)):
+        exp.add_row(name, *(format_ms(v) for v in _expiry_stats(values).values()))
+    show(exp)
 
-    dis = Table(title=f"Worst disagreement windows ({summary.disagreement_intervals:,} "
-                      f"intervals, {format_ms(summary.disagreement_total_ms)} in total over "
-                      f"{summary.topics:,} topics)", title_justify="left")
-    for col in ("from", "to", "duration", "out of step", "topics", "answers"):
-        dis.add_column(col, justify="right" if col in ("duration", "answers") else "left")
-    for r in summary.worst_disagreement:
-        more = r["topics"] - len(r["sample"])
-        topics = ", ".join(r["sample"]) + (f" +{more}" if more > 0 else "")
-        dis.add_row(format_time(r["start_ms"], millis=False),
+    n_inc = len(summary.incidents)
+    span_note = (f" ({100 * summary.disagreement_wall_ms / summary.common_span_ms:.1f} % of "
+                 f"the {format_ms(summary.common_span_ms)} all journals cover)"
+                 if summary.common_span_ms else "")
+    dis = table(f"Worst disagreement incidents ({plural(n_inc, 'incident')}, "
+                f"{format_ms(summary.disagreement_wall_ms)} of wall time{span_note}; "
+                f"{plural(summary.disagreement_intervals, 'window')} over "
+                f"{plural(summary.disagreement_topics, 'topic')}, merged when less than "
+                f"{format_ms(summary.incident_gap_ms)} apart)",
+                "#", "from", "to", "length", "cause", "name servers", "brokers", "topics",
+                right=("#", "length", "topics"))
+    for r in summary.worst_incidents:
+        dis.add_row(str(r["id"]), format_time(r["start_ms"], millis=False),
                     format_time(r["end_ms"], millis=False),
                     format_ms(r["duration_ms"]) + (" (open)" if r["open_at_end"] else ""),
-                    ", ".join(r["out_of_step"]), topics, str(r["variants"]))
-    console.print(dis)
+                    r["cause"], ", ".join(r["name_servers"]), _brokers(r["brokers"]),
+                    f"{r['topics']:,}")
+    show(dis)
 
-    av = Table(title="Lowest availability (share of time with a writable queue)",
-               title_justify="left")
-    for col in ("topic", "name server", "writable", "outages", "window"):
-        av.add_column(col, justify="left" if col in ("topic", "name server") else "right")
+    deleted = (f"; {plural(summary.deleted_topics, 'topic')} deleted on purpose, measured "
+               f"up to the deletion" if summary.deleted_topics else "")
+    av = table(f"Lowest availability over each topic's life (share of its life with a "
+               f"writable queue{deleted})", "topic", "name server", "writable", "outages",
+               "longest outage", "life", right=("writable", "outages", "longest outage",
+                                                "life"))
     for r in summary.lowest_availability:
         av.add_row(r["topic"], r["ns"], f"{100 * r['share']:.3f} %", str(r["outages"]),
-                   format_ms(r["window_ms"]))
-    console.print(av)
+                   format_ms(r["longest_outage_ms"]), format_ms(r["life_ms"]))
+    if not summary.lowest_availability:
+        av.add_row("(no outage)", "", "", "", "", "")
+    show(av)
 
     if summary.routes_at:
         differing = sum(1 for r in summary.routes_at if r["answers"] > 1)
-        at = Table(title=f"Routes at the requested times ({len(summary.routes_at):,} topic "
-                         f"answers, {differing:,} differing between name servers; all in the "
-                         f"routes_at table)", title_justify="left")
-        for col in ("at", "topic", "with a route", "answers", "groups", "writable queues"):
-            at.add_column(col, justify="right" if col in ("answers", "writable queues")
-                          else "left")
+        at = table(f"Routes at the requested times "
+                   f"({plural(len(summary.routes_at), 'topic answer')}, {differing:,} "
+                   f"differing between name servers; all in the routes_at table)",
+                   "at", "topic", "with a route", "answers", "groups", "writable queues",
+                   right=("answers", "writable queues"))
         for r in summary.routes_at[:_TOP]:
             groups = r["groups"]
             shown = (", ".join(groups) if len(groups) <= 3
@@ -276,15 +381,13 @@ def render(summary: Summary, console: Any = None, *, title: str = "routing analy
             at.add_row(format_time(r["at_ms"], millis=False), r["topic"],
                        f"{r['present']}/{r['servers']}",
                        str(r["answers"]), shown or "(no route)", str(r["writable_queue_count"]))
-        console.print(at)
+        show(at)
 
     if summary.rejected_total:
-        rej = Table(title=f"Rejected lines: {summary.rejected_total:,} (see the rejected "
-                          f"table for file and line)", title_justify="left")
-        rej.add_column("reason")
-        rej.add_column("lines", justify="right")
+        rej = table(f"Rejected lines: {summary.rejected_total:,} (see the rejected table for "
+                    f"file and line)", "reason", "lines", right=("lines",))
         for reason, n in summary.rejected_by_reason.items():
             rej.add_row(reason, f"{n:,}")
-        console.print(rej)
+        show(rej)
     else:
         console.print("Rejected lines: none")

@@ -3,7 +3,8 @@
 The codec and the processor are sans-I/O: feed bytes to a `FrameDecoder`, hand each
 `RemotingCommand` to `NameServerProcessor.process` with a channel handle, and write
 ``encode(outcome.response)`` back. `serve`/`run_server` (``routing serve``) do exactly that
-with asyncio. See ``docs/remoting.md``.
+with asyncio. The broker side is `BrokerHost` (``routing broker``): a `routing.heartbeat`
+``BrokerHeartbeat`` driven over TCP. See ``docs/remoting.md`` and ``docs/heartbeat.md``.
 
 >>> import routing as r
 >>> from routing import remoting as rm
@@ -36,6 +37,8 @@ from ._bodies import (
     encode_topic_list,
     loads,
 )
+from ._broker_host import BrokerHost
+from ._broker_run import run_broker, serve_broker
 from ._codec import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -59,8 +62,11 @@ from ._codes import (
     ResponseCode,
     SerializeType,
 )
-from ._processor import KVStore, NameServerProcessor, Notification, Outcome
-from ._server import Channel, NameServerHost, run_server, serve
+from ._config import ConfigError, NamesrvConfig, load_properties_file, parse_properties
+from ._kv import KVConfigError, KVStore
+from ._processor import NameServerProcessor, Notification, Outcome
+from ._run import run_server, serve
+from ._server import Channel, NameServerHost
 
 __all__ = [
     "CURRENT_VERSION",
@@ -73,12 +79,16 @@ __all__ = [
     "V5_0_0",
     "ZONE_MODE",
     "ZONE_NAME",
+    "BrokerHost",
     "Channel",
+    "ConfigError",
     "FrameDecoder",
+    "KVConfigError",
     "KVStore",
     "LanguageCode",
     "NameServerHost",
     "NameServerProcessor",
+    "NamesrvConfig",
     "Notification",
     "Outcome",
     "ProtocolError",
@@ -104,7 +114,11 @@ __all__ = [
     "encode_kv_table",
     "encode_route",
     "encode_topic_list",
+    "load_properties_file",
     "loads",
+    "parse_properties",
+    "run_broker",
     "run_server",
     "serve",
+    "serve_broker",
 ]

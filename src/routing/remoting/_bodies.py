@@ -26,7 +26,7 @@ import attrs
 from .. import _json as j
 from .._errors import InvalidRequest
 from .._frozen import FrozenMap, freeze_map
-from .._messages import BrokerMemberGroup, ClusterInfo, TopicList
+from .._messages import BrokerMemberGroup, ClusterInfo, TopicList, TopicTable
 from .._values import (
     BrokerData,
     DataVersion,
@@ -316,10 +316,8 @@ class RegisterBrokerBody:
         table = j.as_mapping(j.get(wrapper, "topicConfigTable"), "topicConfigTable")
         mappings = j.as_mapping(j.get(wrapper, "topicQueueMappingInfoMap"),
                                 "topicQueueMappingInfoMap")
-        topics = {}
-        for value in table.values():
-            config = _topic_config(value)
-            topics[config.topic_name] = config  # Java upserts by topicName, not the key
+        # Java upserts by topicName, not the key; the table is checked as it is built
+        topics = TopicTable.of_configs([_topic_config(value) for value in table.values()])
         return cls(
             data_version=DataVersion.from_json(j.get(wrapper, "dataVersion") or {}),
             topics=topics,
@@ -362,10 +360,9 @@ class RegisterBrokerBody:
                                  f"{MAX_INFLATED_BYTES} bytes", field="RegisterBrokerBody")
         reader = _Reader(raw)
         data_version = decode_data_version(reader.chunk("dataVersion"))
-        topics: dict[str, TopicConfig] = {}
-        for _ in range(reader.count("topic count")):
-            config = _parse_topic_text(reader.chunk("topic config").decode("utf-8", "replace"))
-            topics[config.topic_name] = config
+        topics = TopicTable.of_configs([
+            _parse_topic_text(reader.chunk("topic config").decode("utf-8", "replace"))
+            for _ in range(reader.count("topic count"))])
         servers = loads(reader.chunk("filterServerList"), "filterServerList")
         mappings: dict[str, TopicQueueMappingInfo] = {}
         if version >= V5_0_0:

@@ -1,7 +1,8 @@
 """`NameServerProcessor`: remoting requests in, responses and effects out, no I/O.
 
 Java counterparts: ``DefaultRequestProcessor`` and ``ClientRequestProcessor`` (namesrv
-``processor``), ``KVConfigManager`` (in memory only here) and ``ZoneRouteRPCHook``. The
+``processor``), ``KVConfigManager`` (`KVStore`, optionally on disk), ``Configuration``
+(`NamesrvConfig`, requests 318/319) and ``ZoneRouteRPCHook``. The
 processor maps each request code onto a `routing.RouteInfoManager` call and answers with
 Java's response codes and remarks. It never touches a socket: `Outcome` tells the host
 what to write, which channels to close and which oneway notifications to send.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -30,11 +31,13 @@ from .._messages import (
     MinBrokerIdChanged,
     RegisterResult,
     Registration,
+    RouteChange,
     RoutingConfig,
     TopicList,
     VersionAnswer,
 )
 from .._values import MASTER_ID, BrokerData, DataVersion, QueueData, TopicRouteData
+from . import _admin as admin
 from ._bodies import (
     RegisterBrokerBody,
     body_crc32,
@@ -59,6 +62,9 @@ from ._codes import (
     RequestCode,
     ResponseCode,
 )
+from ._config import ConfigError, NamesrvConfig, from_routing
+from ._kv import KVStore
+from ._memo import LastRegistration, RegistrationMemo
 
 __all__ = ["KVStore", "NameServerProcessor", "Notification", "Outcome", "RouteManager"]
 
@@ -129,35 +135,6 @@ class Outcome:
     error: Exception | None = attrs.field(default=None, eq=False)
 
 
-class KVStore:
-    """The name server's KV configuration, in memory (Java ``KVConfigManager`` without the
-    file). Thread-safe; every call O(1) except `namespace` (O(size of the namespace))."""
-
-    def __init__(self, initial: Mapping[str, Mapping[str, str]] | None = None) -> None:
-        self._lock = threading.Lock()
-        self._tables: dict[str, dict[str, str]] = {
-            ns: dict(table) for ns, table in (initial or {}).items()}
-
-    def put(self, namespace: str, key: str, value: str) -> None:
-        with self._lock:
-            self._tables.setdefault(namespace, {})[key] = value
-
-    def get(self, namespace: str, key: str) -> str | None:
-        with self._lock:
-            return self._tables.get(namespace, {}).get(key)
-
-    def delete(self, namespace: str, key: str) -> None:
-        """Remove a key; an emptied namespace stays (Java)."""
-        with self._lock:
-            self._tables.get(namespace, {}).pop(key, None)
-
-    def namespace(self, namespace: str) -> dict[str, str] | None:
-        """A copy of one namespace, or None if it never existed."""
-        with self._lock:
-            table = self._tables.get(namespace)
-            return None if table is None else dict(table)
-
-
 class _Fields:
     """Typed reads of a request's ext fields with Java's parsing (``decodeCommandCustomHeader``)."""
 
@@ -211,27 +188,34 @@ class NameServerProcessor:
 
     ``enable_all_topic_list``/``enable_topic_list``/``return_order_topic_config_to_broker``
     are ``NamesrvConfig``'s switches (all true by default). ``body_cache_entries`` bounds the
-    cache of decoded registration bodies (0 turns it off). Thread-safe as far as the
-    manager is; a host may call `process` from several threads. Cost per call: the
-    manager's cost plus O(body size) to decode and encode; route bodies are cached per
-    route snapshot, so a hot GET_ROUTEINFO_BY_TOPIC costs one dictionary lookup to build.
+    number of brokers whose last registration is remembered, decoded (0 turns it off).
+    Thread-safe as far as the manager is; a host may call `process` from several threads.
+    Cost per call: the manager's cost plus O(body size) to decode and encode; route bodies
+    are cached per route snapshot, so a hot GET_ROUTEINFO_BY_TOPIC costs one dictionary
+    lookup to build.
     """
 
     def __init__(self, manager: RouteManager, *, kv: KVStore | None = None,
                  enable_all_topic_list: bool = True, enable_topic_list: bool = True,
                  return_order_topic_config_to_broker: bool = True,
-                 body_cache_entries: int = _BODY_CACHE_ENTRIES) -> None:
+                 body_cache_entries: int = _BODY_CACHE_ENTRIES,
+                 settings: NamesrvConfig | None = None) -> None:
         self.manager = manager
         self.kv = kv if kv is not None else KVStore()
-        self.enable_all_topic_list = enable_all_topic_list
-        self.enable_topic_list = enable_topic_list
-        self.return_order_topic_config_to_broker = return_order_topic_config_to_broker
+        if settings is None:
+            settings = from_routing(manager.config, enable_all_topic_list=enable_all_topic_list,
+                                    enable_topic_list=enable_topic_list,
+                                    return_order_topic_config_to_broker=(
+                                        return_order_topic_config_to_broker))
+        self._settings = settings
+        self.enable_all_topic_list = settings.enable_all_topic_list
+        self.enable_topic_list = settings.enable_topic_list
+        self.return_order_topic_config_to_broker = settings.return_order_topic_config_to_broker
+        self._config_lock = threading.Lock()
+        self._removal_notices = threading.local()
         self._opaques = itertools.count(1)
         self._route_cache: dict[tuple[str, bool], tuple[TopicRouteData, bytes]] = {}
-        self._body_cache: dict[tuple[bytes, bool, int], RegisterBrokerBody] = {}
-        self._body_cache_bytes = 0
-        self._body_cache_entries = body_cache_entries
-        self._cache_lock = threading.Lock()
+        self._memo = RegistrationMemo(body_cache_entries, _BODY_CACHE_BYTES)
 
     # ------------------------------------------------------------------ entry points
 
@@ -264,13 +248,70 @@ class NameServerProcessor:
 
     def channel_closed(self, channel: Hashable | None) -> Outcome:
         """The host lost ``channel``: remove every broker registered on it (spec D6)."""
-        return Outcome(removed=self.manager.on_channel_closed(channel))
+        self._take_removal_notices()
+        removed = self.manager.on_channel_closed(channel)
+        return Outcome(removed=removed, notifications=self._take_removal_notices())
 
     def scan(self) -> Outcome:
         """Expire silent brokers (Java ``scanNotActiveBroker``); close their channels."""
+        self._take_removal_notices()
         expired = self.manager.scan_expired()
         close = tuple(dict.fromkeys(e.channel for e in expired if e.channel is not None))
-        return Outcome(close=close, removed=expired)
+        return Outcome(close=close, removed=expired,
+                       notifications=self._take_removal_notices())
+
+    def on_route_change(self, event: RouteChange) -> None:
+        """A `routing.RouteInfoManager` listener: pass it as the manager's ``listener`` so
+        that the min-broker-id notices of removals (unregister, scan, channel close; one
+        per group per batch) reach `Outcome.notifications`. Registrations' notices come
+        back in their result and need no listener."""
+        if event.notifications and event.operation != "register":
+            pending = getattr(self._removal_notices, "items", None)
+            if pending is None:
+                pending = self._removal_notices.items = []
+            pending.extend(event.notifications)
+
+    def _take_removal_notices(self) -> tuple[Notification, ...]:
+        pending = getattr(self._removal_notices, "items", None)
+        if not pending:
+            return ()
+        self._removal_notices.items = []
+        return self._notifications(tuple(pending))
+
+    # ------------------------------------------------------------------ settings
+
+    @property
+    def settings(self) -> NamesrvConfig:
+        """Every setting as GET_NAMESRV_CONFIG reports it: the manager's `RoutingConfig`,
+        this processor's switches, and the Java-only keys kept."""
+        return attrs.evolve(self._settings, routing=self.manager.config,
+                            enable_all_topic_list=self.enable_all_topic_list,
+                            enable_topic_list=self.enable_topic_list,
+                            return_order_topic_config_to_broker=(
+                                self.return_order_topic_config_to_broker))
+
+    def update_config(self, pairs: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+        """UPDATE_NAMESRV_CONFIG's effect: apply Java-named settings at once, all or none.
+
+        Returns the keys ignored (unknown to Java and routing). Raises `ConfigError`
+        naming the key and value of the first that does not parse; then nothing changed.
+        Routing settings need a manager with ``reconfigure`` (a journal recorder has none:
+        they are refused there, as the journal records the settings at start only).
+        """
+        with self._config_lock:
+            current = self.settings
+            new, ignored = current.update(pairs)
+            if new.routing != current.routing:
+                reconfigure = getattr(self.manager, "reconfigure", None)
+                if reconfigure is None:
+                    raise ConfigError("routing settings cannot change while journaling "
+                                      f"({type(self.manager).__name__} has no reconfigure)")
+                reconfigure(new.routing)
+            self._settings = new
+            self.enable_all_topic_list = new.enable_all_topic_list
+            self.enable_topic_list = new.enable_topic_list
+            self.return_order_topic_config_to_broker = new.return_order_topic_config_to_broker
+        return ignored
 
     # ------------------------------------------------------------------ helpers
 
@@ -306,55 +347,14 @@ class NameServerProcessor:
             return self._fail(request, ResponseCode.SYSTEM_ERROR, "disable")
         return self._ok(request, body=encode_topic_list(listing()))
 
-    # ------------------------------------------------------------------ KV config
-
-    def _put_kv(self, request: RemotingCommand, f: _Fields, channel: Hashable | None) -> Outcome:
-        self.kv.put(f.text("namespace"), f.text("key"), f.text("value"))
-        return self._ok(request)
-
-    def _get_kv(self, request: RemotingCommand, f: _Fields, channel: Hashable | None) -> Outcome:
-        namespace, key = f.text("namespace"), f.text("key")
-        value = self.kv.get(namespace, key)
-        if value is None:
-            return self._fail(request, ResponseCode.QUERY_NOT_FOUND,
-                              f"No config item, Namespace: {namespace} Key: {key}")
-        return self._ok(request, ext={"value": value})
-
-    def _delete_kv(self, request: RemotingCommand, f: _Fields,
-                   channel: Hashable | None) -> Outcome:
-        self.kv.delete(f.text("namespace"), f.text("key"))
-        return self._ok(request)
-
-    def _kv_list(self, request: RemotingCommand, f: _Fields, channel: Hashable | None) -> Outcome:
-        namespace = f.text("namespace")
-        table = self.kv.namespace(namespace)
-        if table is None:
-            return self._fail(request, ResponseCode.QUERY_NOT_FOUND,
-                              f"No config item, Namespace: {namespace}")
-        return self._ok(request, body=encode_kv_table(table))
-
     # ------------------------------------------------------------------ brokers
 
     def _register_broker(self, request: RemotingCommand, f: _Fields,
                          channel: Hashable | None) -> Outcome:
-        name, addr, cluster = f.text("brokerName"), f.text("brokerAddr"), f.text("clusterName")
-        ha_addr = f.text("haServerAddr")
-        broker_id = f.long("brokerId")
-        timeout = f.optional_long("heartbeatTimeoutMillis")
-        acting = f.optional_bool("enableActingMaster")
-        compressed = bool(f.optional_bool("compressed"))
-        crc = f.optional_long("bodyCrc32") or 0
-        if crc != 0 and body_crc32(request.body) != crc:
-            return self._fail(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        body = self._register_body(request.body, compressed, request.version)
-        result = self.manager.register(Registration(
-            cluster=cluster, broker_name=name, broker_id=broker_id, broker_addr=addr,
-            ha_server_addr=ha_addr or None, zone_name=f.optional_text(ZONE_NAME),
-            heartbeat_timeout_ms=timeout, enable_acting_master=acting,
-            data_version=body.data_version, topics=body.topics,
-            topic_queue_mappings=body.topic_queue_mappings,
-            filter_servers=body.filter_servers if request.version >= V3_0_11 else None,
-            channel=channel))
+        registration = self._registration(request, f, channel)
+        if isinstance(registration, Outcome):
+            return registration
+        result = self.manager.register(registration)
         if not result.accepted:
             reason = result.rejection or "rejected"
             if reason.startswith("stale"):
@@ -375,41 +375,62 @@ class NameServerProcessor:
         return Outcome(response=response,
                        notifications=self._notifications(result.notifications))
 
-    def _register_body(self, data: bytes, compressed: bool, version: int) -> RegisterBrokerBody:
-        """Decode a registration body, reusing the result for byte-identical bodies.
+    def _registration(self, request: RemotingCommand, f: _Fields,
+                      channel: Hashable | None) -> Registration | Outcome:
+        """The `Registration` a REGISTER_BROKER request stands for, or the CRC failure.
 
-        A broker re-registers every 30 s with the same bytes while its topics are unchanged;
-        decoding is pure, so the cached value is exact, and handing the manager the same
-        topic table object makes its unchanged-table check O(1). Cost of a hit: hashing
-        the body (GB/s) instead of parsing O(topics) JSON objects.
+        A request equal to the broker's last one (header fields, version, channel, and the
+        body byte for byte) gets the remembered `Registration` itself (see `_memo`): no
+        CRC (equal bytes were checked), no decoding, and the manager's O(1) case. The same
+        body under a changed header (a reconnect, a new timeout) skips CRC and decoding.
+        Otherwise O(body): CRC, JSON and the topic table's checks.
         """
-        if not data:
-            return RegisterBrokerBody()
+        data, version, ext = request.body, request.version, request.ext_fields
+        key = (ext.get("clusterName"), ext.get("brokerAddr"))
+        memo = self._memo.get(key)
+        if memo is not None and memo.same_request(ext, version, data, channel):
+            return memo.registration
+        name, addr, cluster = f.text("brokerName"), f.text("brokerAddr"), f.text("clusterName")
+        ha_addr = f.text("haServerAddr")
+        broker_id = f.long("brokerId")
+        timeout = f.optional_long("heartbeatTimeoutMillis")
+        acting = f.optional_bool("enableActingMaster")
+        compressed = bool(f.optional_bool("compressed"))
+        crc = f.optional_long("bodyCrc32") or 0
         era = 0 if version < V3_0_11 else (1 if version < V5_0_0 else 2)
-        key = (data, compressed, era)
-        with self._cache_lock:
-            cached = self._body_cache.pop(key, None)
-            if cached is not None:
-                self._body_cache[key] = cached  # most recently used last
-                return cached
-        body = RegisterBrokerBody.decode(data, compressed=compressed, version=version)
-        with self._cache_lock:
-            if (key not in self._body_cache and self._body_cache_entries > 0
-                    and len(data) <= _BODY_CACHE_BYTES // 4):
-                self._body_cache[key] = body
-                self._body_cache_bytes += len(data)
-                while (len(self._body_cache) > self._body_cache_entries
-                       or self._body_cache_bytes > _BODY_CACHE_BYTES):
-                    old = next(iter(self._body_cache))
-                    del self._body_cache[old]
-                    self._body_cache_bytes -= len(old[0])
-        return body
+        if memo is not None and memo.data != data:
+            memo = None  # only the body of the last request is of use from here on
+        checked = memo.crc if memo is not None else None
+        if crc != 0 and crc != checked:
+            checked = body_crc32(data)
+            if checked != crc:
+                return self._fail(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        if memo is not None and memo.compressed == compressed and memo.era == era:
+            body = memo.body
+        elif data:
+            body = RegisterBrokerBody.decode(data, compressed=compressed, version=version)
+        else:
+            body = RegisterBrokerBody()
+        registration = Registration(
+            cluster=cluster, broker_name=name, broker_id=broker_id, broker_addr=addr,
+            ha_server_addr=ha_addr or None, zone_name=f.optional_text(ZONE_NAME),
+            heartbeat_timeout_ms=timeout, enable_acting_master=acting,
+            data_version=body.data_version, topics=body.topics,
+            topic_queue_mappings=body.topic_queue_mappings,
+            filter_servers=body.filter_servers if version >= V3_0_11 else None,
+            channel=channel)
+        self._memo.remember(key, LastRegistration(
+            ext=ext, version=version, data=data, channel=channel, compressed=compressed,
+            era=era, crc=checked, body=body, registration=registration))
+        return registration
 
     def _unregister_broker(self, request: RemotingCommand, f: _Fields,
                            channel: Hashable | None) -> Outcome:
+        self._take_removal_notices()
         self.manager.unregister(cluster=f.text("clusterName"), broker_addr=f.text("brokerAddr"),
                                 broker_name=f.text("brokerName"), broker_id=f.long("brokerId"))
-        return self._ok(request)
+        return Outcome(response=request.make_response(ResponseCode.SUCCESS),
+                       notifications=self._take_removal_notices())
 
     def _query_data_version(self, request: RemotingCommand, f: _Fields,
                             channel: Hashable | None) -> Outcome:
@@ -544,10 +565,10 @@ def _filter_by_zone(route: TopicRouteData, zone: str) -> TopicRouteData:
 
 _P = NameServerProcessor
 _HANDLERS: dict[int, _Handler] = {
-    RequestCode.PUT_KV_CONFIG: _P._put_kv,
-    RequestCode.GET_KV_CONFIG: _P._get_kv,
-    RequestCode.DELETE_KV_CONFIG: _P._delete_kv,
-    RequestCode.GET_KVLIST_BY_NAMESPACE: _P._kv_list,
+    RequestCode.PUT_KV_CONFIG: admin.put_kv,
+    RequestCode.GET_KV_CONFIG: admin.get_kv,
+    RequestCode.DELETE_KV_CONFIG: admin.delete_kv,
+    RequestCode.GET_KVLIST_BY_NAMESPACE: admin.kv_list,
     RequestCode.REGISTER_BROKER: _P._register_broker,
     RequestCode.UNREGISTER_BROKER: _P._unregister_broker,
     RequestCode.QUERY_DATA_VERSION: _P._query_data_version,
@@ -565,4 +586,6 @@ _HANDLERS: dict[int, _Handler] = {
     RequestCode.GET_UNIT_TOPIC_LIST: _P._unit_topics,
     RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: _P._unit_sub_topics,
     RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: _P._unit_sub_non_unit_topics,
+    RequestCode.UPDATE_NAMESRV_CONFIG: admin.update_config,
+    RequestCode.GET_NAMESRV_CONFIG: admin.get_config,
 }

@@ -1,11 +1,13 @@
-"""An asyncio host for `NameServerProcessor`: ``routing serve``.
+"""An asyncio host for `NameServerProcessor` (``routing serve``; `serve` in ``_run.py``).
 
 One connection is one channel (Java's Netty channel). Bytes go through a `FrameDecoder`,
-each command through the processor, and each response back through `encode`. A closed
-connection calls ``on_channel_closed``; a timer calls ``scan_expired`` every
-``scan_interval_ms`` and closes the expired brokers' connections. Per-connection memory is
-bounded: reads of at most ``read_chunk_bytes``, one partial frame (``max_frame_bytes``), and
-a write buffer above which the connection stops being read until the peer catches up.
+each command into its class's bounded queue (``_admission.py``: route reads, the rest;
+SYSTEM_BUSY past the bound), through the processor in that queue's worker, and each
+response back through `encode`. A closed connection calls ``on_channel_closed`` once what
+it sent is answered; a timer calls ``scan_expired`` every ``scan_interval_ms`` and closes
+the expired brokers' connections. Per-connection memory is bounded: reads of at most
+``read_chunk_bytes``, one partial frame (``max_frame_bytes``), and a write buffer above
+which the connection stops being read until the peer catches up.
 
 Logs are structured: logger ``routing.remoting``, message ``event key=value ...``, and the
 same fields in the record's ``extra`` (``event`` plus the keys) for JSON formatters.
@@ -15,40 +17,45 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import itertools
 import logging
-import signal
-from collections.abc import Callable, Hashable
-from pathlib import Path
-from typing import IO, Any, Protocol
+import time
+from collections.abc import Hashable
+from typing import TYPE_CHECKING
 
 import attrs
 
-from .._clock import SystemClock
-from .._errors import RoutingError
-from .._manager import RouteInfoManager
-from .._messages import RoutingConfig
-from ._codec import FrameDecoder, ProtocolError, encode
-from ._codes import MAX_FRAME_BYTES
-from ._processor import NameServerProcessor, Notification, Outcome, RouteManager
+from ._admission import (
+    BUSY_REMARK,
+    CLIENT,
+    DEFAULT,
+    BrokerLog,
+    ClassQueue,
+    Job,
+    log,
+    request_class,
+)
+from ._admission import log_event as _log
+from ._codec import FrameDecoder, ProtocolError, RemotingCommand, encode
+from ._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from ._processor import NameServerProcessor, Notification, Outcome
 
-__all__ = ["Channel", "NameServerHost", "run_server", "serve"]
+if TYPE_CHECKING:
+    from ._metrics import HostMetrics
 
-log = logging.getLogger("routing.remoting")
+__all__ = ["Channel", "NameServerHost"]
+
 
 _NOTIFY_TIMEOUT_S = 3.0
+_KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG})
+#: Settings the host follows at each scan tick once UPDATE_NAMESRV_CONFIG changes them.
+_HOST_KEYS = ("scanNotActiveBrokerInterval", "clientRequestThreadPoolQueueCapacity",
+              "defaultThreadPoolQueueCapacity", "serverChannelMaxIdleTimeSeconds")
+#: Requests a queue's worker serves before yielding to the other class and the readers.
+_TURN = 16
+_BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
+                           RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
-
-
-def _log(level: int, event: str, **fields: Any) -> None:
-    if log.isEnabledFor(level):
-        text = " ".join(f"{k}={v}" for k, v in fields.items())
-        log.log(level, "%s %s", event, text, extra={"event": event, **fields})
-
-
-class _Settable(Protocol):
-    def set(self) -> None: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -63,10 +70,13 @@ class Channel:
 
 
 class _Connection:
-    __slots__ = ("channel", "last_read_s", "writer")
+    __slots__ = ("channel", "eof", "finished", "last_read_s", "pending", "writer")
 
     def __init__(self, channel: Channel, writer: asyncio.StreamWriter, now_s: float) -> None:
         self.channel, self.writer, self.last_read_s = channel, writer, now_s
+        self.pending = 0        # admitted requests not answered yet
+        self.eof = False        # nothing more will be read
+        self.finished = False   # channel_closed done
 
 
 class NameServerHost:
@@ -75,16 +85,33 @@ class NameServerHost:
     ``port=0`` picks a free port; `start` returns the bound ``(host, port)``. Sizes are in
     bytes, times in ms. A connection that sent nothing for ``idle_timeout_ms`` is closed
     (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s; None disables), checked at each
-    scan. Use ``async with`` or `start`/`close`.
+    scan. Requests wait in one bounded queue per class (`routing.remoting._admission`):
+    route reads (``client_queue_capacity``, Java's 50 000) and the rest
+    (``default_queue_capacity``, Java's 10 000), each also bounded by ``queue_bytes``;
+    past either bound a request is answered SYSTEM_BUSY. `close` is graceful: requests
+    already read are answered before the connections close (up to ``grace_ms``).
+    Use ``async with`` or `start`/`close`.
     """
 
     def __init__(self, processor: NameServerProcessor, *, host: str = "127.0.0.1",
                  port: int = 9876, scan_interval_ms: int = 5_000,
                  max_frame_bytes: int = MAX_FRAME_BYTES, read_chunk_bytes: int = 64 * 1024,
                  write_buffer_bytes: int = 4 * 1024 * 1024,
-                 idle_timeout_ms: int | None = 120_000) -> None:
+                 idle_timeout_ms: int | None = 120_000,
+                 client_queue_capacity: int = 50_000, default_queue_capacity: int = 10_000,
+                 queue_bytes: int = 64 * 1024 * 1024, grace_ms: int = 10_000) -> None:
         if scan_interval_ms <= 0:
             raise ValueError(f"scan_interval_ms must be > 0, got {scan_interval_ms}")
+        self.queues = {CLIENT: ClassQueue(CLIENT, capacity=client_queue_capacity,
+                                          max_bytes=queue_bytes),
+                       DEFAULT: ClassQueue(DEFAULT, capacity=default_queue_capacity,
+                                           max_bytes=queue_bytes)}
+        self.grace_ms = grace_ms
+        self._workers: list[asyncio.Task[None]] = []
+        self._brokers = BrokerLog()
+        self._busy_logged = 0
+        #: Set by ``--metrics`` (`routing.remoting._metrics.HostMetrics`), else None.
+        self.metrics: HostMetrics | None = None
         self.processor = processor
         self.host, self.port = host, port
         self.scan_interval_ms = scan_interval_ms
@@ -123,12 +150,15 @@ class NameServerHost:
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
         self._scanner = asyncio.create_task(self._scan_loop(), name="routing-scan")
+        self._workers = [asyncio.create_task(self._worker(q), name=f"routing-{name}")
+                         for name, q in self.queues.items()]
         _log(logging.INFO, "listening", host=self.host, port=self.port,
              scan_interval_ms=self.scan_interval_ms)
         return self.address
 
     async def close(self) -> None:
-        """Stop accepting, stop the timer, close every connection and wait for them.
+        """Stop accepting and reading, answer every request already read (up to
+        ``grace_ms``), then close every connection and wait for them.
 
         Shutdown does not unregister the brokers of the closed connections: the state is
         the process's own and ends with it.
@@ -140,15 +170,39 @@ class NameServerHost:
             self._scanner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._scanner
-        for conn in list(self._connections.values()):
-            conn.writer.close()
+        for task in list(self._handlers):  # stop reading; what was read stays queued
+            task.cancel()
         if self._handlers:
-            await asyncio.wait(set(self._handlers), timeout=5.0)
-        for task in list(self._handlers) + list(self._notifications):
+            await asyncio.wait(set(self._handlers), timeout=self.grace_ms / 1000)
+        in_flight = sum(len(q) + q.busy for q in self.queues.values())
+        try:
+            async with asyncio.timeout(self.grace_ms / 1000):
+                for queue in self.queues.values():
+                    await queue.wait_idle()
+        except TimeoutError:
+            _log(logging.WARNING, "shutdown_grace_exceeded", grace_ms=self.grace_ms,
+                 unanswered=sum(len(q) for q in self.queues.values()))
+        for task in self._workers:
+            task.cancel()
+        conns = list(self._connections.values())
+        for conn in conns:
+            conn.writer.close()
+        closing = [asyncio.ensure_future(c.writer.wait_closed()) for c in conns]
+        if closing:  # answers flush; a peer that does not read is cut off after the grace
+            _, late = await asyncio.wait(closing, timeout=self.grace_ms / 1000)
+            for task in late:
+                task.cancel()
+            for conn in conns if late else ():
+                conn.writer.transport.abort()
+            for task in closing:
+                if not task.cancelled():
+                    task.exception()  # retrieved: a reset peer is not an error here
+        self._connections.clear()
+        for task in list(self._notifications):
             task.cancel()
         if self._server is not None:
             await self._server.wait_closed()
-        _log(logging.INFO, "stopped", host=self.host, port=self.port)
+        _log(logging.INFO, "stopped", host=self.host, port=self.port, answered_at_stop=in_flight)
 
     # ------------------------------------------------------------------ connections
 
@@ -168,6 +222,7 @@ class NameServerHost:
         reason = "eof"
         try:
             while not self._closing:
+                await writer.drain()  # backpressure: stop reading until the peer reads
                 data = await reader.read(self.read_chunk_bytes)
                 if not data:
                     break
@@ -178,29 +233,104 @@ class NameServerHost:
                 except ProtocolError as exc:
                     commands, error = list(exc.commands), exc
                 for command in commands:
-                    await self._apply(self.processor.process(command, channel), conn)
+                    self._admit(command, conn)
                 if error is not None:
                     reason = "protocol_error"
                     _log(logging.WARNING, "protocol_error", channel=channel, error=error)
                     break
         except (ConnectionError, OSError) as exc:
             reason = type(exc).__name__
+        except asyncio.CancelledError:
+            reason = "shutdown"
         finally:
-            self._connections.pop(channel, None)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-            if not self._closing:
-                outcome = self.processor.channel_closed(channel)
-                for gone in outcome.removed:
-                    _log(logging.INFO, "broker_removed", reason="channel_closed",
-                         cluster=gone.cluster, broker_name=gone.broker_name,
-                         broker_addr=gone.broker_addr, channel=channel)
+            conn.eof = True
             _log(logging.DEBUG, "connection_closed", channel=channel, reason=reason)
             if task is not None:
                 self._handlers.discard(task)
+            if not self._closing:
+                self._finish(conn)
 
-    async def _apply(self, outcome: Outcome, conn: _Connection | None) -> None:
+    def _admit(self, command: RemotingCommand, conn: _Connection) -> None:
+        """Queue ``command`` in its class's queue, or answer SYSTEM_BUSY if it is full."""
+        if command.is_response:
+            return  # the processor ignores incoming responses
+        queue = self.queues[request_class(command)]
+        if queue.offer(Job(conn, command)):
+            conn.pending += 1
+            return
+        if not command.is_oneway and not conn.writer.is_closing():
+            conn.writer.write(encode(command.make_response(ResponseCode.SYSTEM_BUSY,
+                                                           BUSY_REMARK)))
+        _log(logging.DEBUG, "request_rejected", channel=conn.channel, code=command.code,
+             queue=queue.name, reason="system_busy")
+
+    def _finish(self, conn: _Connection) -> None:
+        """Once a connection has ended and all it sent is answered: close it and remove
+        its brokers (after their queued requests, so none re-registers a dead channel)."""
+        if not conn.eof or conn.pending or conn.finished:
+            return
+        conn.finished = True
+        self._connections.pop(conn.channel, None)
+        conn.writer.close()
+        outcome = self.processor.channel_closed(conn.channel)
+        if self.metrics is not None and outcome.removed:
+            self.metrics.broker_removed("channel_closed", len(outcome.removed))
+        for gone in outcome.removed:
+            self._brokers.removed(gone.cluster, gone.broker_addr)
+            _log(logging.INFO, "broker_removed", reason="channel_closed",
+                 cluster=gone.cluster, broker_name=gone.broker_name,
+                 broker_addr=gone.broker_addr, channel=conn.channel)
+        for note in outcome.notifications:
+            self._notify(note)
+
+    async def _worker(self, queue: ClassQueue) -> None:
+        """Serve one class's queue in turns of at most ``_TURN`` requests (a run of KV
+        writes together, so that they share a file write), yielding between turns so the
+        other class and the readers get theirs."""
+        kv_file = self.processor.kv.path is not None
+        while True:
+            job: Job | None = await queue.take()
+            served = 0
+            while job is not None:
+                try:
+                    if kv_file and job.command.code in _KV_WRITES:
+                        batch = [job, *queue.take_while(_KV_WRITES)]
+                        outcomes = await asyncio.gather(
+                            *(self._process(j.command, j.conn.channel) for j in batch))
+                        for done, outcome in zip(batch, outcomes, strict=True):
+                            self._complete(done, outcome)
+                    else:
+                        self._complete(job, self.processor.process(job.command,
+                                                                   job.conn.channel))
+                except Exception:  # never lose the worker
+                    log.exception("request worker failed", extra={"event": "worker_error"})
+                served += 1
+                job = queue.take_nowait() if served < _TURN else None
+            queue.done()
+            await asyncio.sleep(0)
+
+    def _complete(self, job: Job, outcome: Outcome) -> None:
+        try:
+            self._deliver(outcome, job.conn, job.command)
+        finally:  # whatever happens, the connection can finish
+            job.conn.pending -= 1
+            self._finish(job.conn)
+        if self.metrics is not None:
+            response = outcome.response
+            self.metrics.observe(job.command.code, None if response is None else response.code,
+                                 time.perf_counter() - job.start)
+
+    async def _process(self, command: RemotingCommand, channel: Channel) -> Outcome:
+        """Process one command; a KV change with a file goes to a worker thread so that
+        its fsync does not stall the loop (`KVStore`)."""
+        if command.code in _KV_WRITES and self.processor.kv.path is not None:
+            return await asyncio.to_thread(self.processor.process, command, channel)
+        return self.processor.process(command, channel)
+
+    def _deliver(self, outcome: Outcome, conn: _Connection | None,
+                 command: RemotingCommand | None = None) -> None:
+        """Write the response (no waiting: the connection's reader waits for the peer),
+        close channels, send notifications, log broker events."""
         if outcome.error is not None:
             log.error("processor error on %s", conn.channel if conn else None,
                       exc_info=outcome.error, extra={"event": "processor_error"})
@@ -213,7 +343,16 @@ class NameServerHost:
                 frame = encode(attrs.evolve(response, code=1, remark=f"unencodable: {exc}",
                                             ext_fields={}, body=b""))
             conn.writer.write(frame)
-            await conn.writer.drain()  # backpressure: stop reading until the peer reads
+        if command is not None and command.code in _BROKER_CODES:
+            self._brokers.log(command, response, conn.channel if conn else None,
+                              self.metrics)
+        elif command is not None and command.code == RequestCode.UPDATE_NAMESRV_CONFIG:
+            ok = response is None or response.code == ResponseCode.SUCCESS
+            _log(logging.INFO if ok else logging.WARNING, "config_update",
+                 channel=conn.channel if conn else None,
+                 response=None if response is None else response.code,
+                 remark=None if response is None else response.remark,
+                 body=command.body[:512].decode("utf-8", errors="replace").replace("\n", ";"))
         self._close_channels(outcome.close)
         for note in outcome.notifications:
             self._notify(note)
@@ -227,20 +366,51 @@ class NameServerHost:
 
     # ------------------------------------------------------------------ timers, notifications
 
+    def _follow_settings(self, seen: tuple[str | None, ...]) -> tuple[str | None, ...]:
+        """Adopt the host's settings that UPDATE_NAMESRV_CONFIG changed since ``seen`` (the
+        values at start are the constructor's): scan interval, queue capacities, idle
+        timeout. Returns the values now seen."""
+        settings = self.processor.settings
+        now = tuple(settings.get(k) for k in _HOST_KEYS)
+        for key, old, new in zip(_HOST_KEYS, seen, now, strict=True):
+            if new == old or new is None:
+                continue
+            value = int(new)
+            if key == "scanNotActiveBrokerInterval":
+                self.scan_interval_ms = value
+            elif key == "clientRequestThreadPoolQueueCapacity":
+                self.queues[CLIENT].capacity = value
+            elif key == "defaultThreadPoolQueueCapacity":
+                self.queues[DEFAULT].capacity = value
+            else:
+                self.idle_timeout_ms = value * 1000 if value > 0 else None
+            _log(logging.INFO, "setting_applied", key=key, value=value)
+        return now
+
     async def _scan_loop(self) -> None:
+        seen = tuple(self.processor.settings.get(k) for k in _HOST_KEYS)
         while True:
             await asyncio.sleep(self.scan_interval_ms / 1000)
+            seen = self._follow_settings(seen)
             try:
                 outcome = self.processor.scan()
             except Exception:  # keep scanning; the error is the manager's to report
                 log.exception("scan_expired failed", extra={"event": "scan_error"})
                 continue
+            if self.metrics is not None and outcome.removed:
+                self.metrics.broker_removed("expired", len(outcome.removed))
             for gone in outcome.removed:
+                self._brokers.removed(gone.cluster, gone.broker_addr)
                 _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
                      broker_name=gone.broker_name, broker_addr=gone.broker_addr,
                      last_update_ms=gone.last_update_ms, timeout_ms=gone.timeout_ms)
-            await self._apply(outcome, None)
+            self._deliver(outcome, None)
             self._close_idle()
+            rejected = sum(q.rejected for q in self.queues.values())
+            if rejected > self._busy_logged:
+                _log(logging.WARNING, "overloaded", rejected=rejected - self._busy_logged,
+                     **{f"{n}_queued": len(q) for n, q in self.queues.items()})
+                self._busy_logged = rejected
 
     def _close_idle(self) -> None:
         if self.idle_timeout_ms is None:
@@ -274,96 +444,3 @@ class NameServerHost:
         except (OSError, TimeoutError, ValueError) as exc:
             _log(logging.WARNING, "notification_failed", addr=note.addr,
                  code=note.command.code, error=repr(exc))
-
-
-def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver_id: str
-                  ) -> tuple[RouteManager, IO[str], Path]:
-    """Wrap ``manager`` in ``routing.journal.JournalRecorder`` writing a new JSON Lines file
-    ``<journal_dir>/<nameserver_id>-<start ms>.jsonl`` (line-buffered: every record is on
-    disk once its call returns)."""
-    try:
-        module: Any = importlib.import_module("routing.journal")
-    except ImportError:
-        module = None
-    recorder_class = getattr(module, "JournalRecorder", None)
-    if recorder_class is None:
-        # TODO(journal): routing.journal does not export JournalRecorder in this build.
-        raise RoutingError(f"--journal {journal_dir}: routing.journal.JournalRecorder is not "
-                           "available in this build")
-    directory = Path(journal_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in nameserver_id)
-    path = directory / f"{safe}-{manager.clock.now_ms()}.jsonl"
-    sink = open(path, "x", encoding="utf-8", newline="\n", buffering=1)  # noqa: SIM115
-    try:
-        recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id)
-    except BaseException:
-        sink.close()
-        raise
-    return recorder, sink, path
-
-
-async def serve(host: str = "127.0.0.1", port: int = 9876, *,
-                manager: RouteInfoManager | None = None, config: RoutingConfig | None = None,
-                scan_interval_ms: int | None = None, journal_dir: str | Path | None = None,
-                ready_event: _Settable | None = None,
-                stop_event: asyncio.Event | None = None,
-                install_signal_handlers: bool = True,
-                nameserver_id: str | None = None,
-                on_listening: Callable[[tuple[str, int]], object] | None = None,
-                ) -> tuple[str, int]:
-    """Run a name server until SIGINT/SIGTERM (or ``stop_event``), then shut down cleanly.
-
-    ``manager`` defaults to a new `RouteInfoManager` on a `SystemClock` with ``config``
-    (default `RoutingConfig()`; its ``wait_for_service_ms`` is the readiness wait).
-    ``scan_interval_ms`` defaults to ``config.scan_interval_ms`` (5 000 ms, Java).
-    ``ready_event`` (an asyncio or threading Event) is set once listening, and
-    ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
-    ``journal_dir``, every write call is journaled (``routing.journal``) under
-    ``nameserver_id`` (default ``host:port``). Returns the address it listened on.
-    """
-    if manager is None:
-        manager = RouteInfoManager(clock=SystemClock(), config=config or RoutingConfig())
-    elif config is not None and config != manager.config:
-        raise ValueError("pass either manager or config, not a config that differs from "
-                         "manager.config")
-    interval = scan_interval_ms if scan_interval_ms is not None else manager.config.scan_interval_ms
-    routes: RouteManager = manager
-    journal: IO[str] | None = None
-    if journal_dir is not None:
-        routes, journal, path = _open_journal(journal_dir, manager,
-                                              nameserver_id or f"{host}:{port}")
-        _log(logging.INFO, "journal_opened", path=path)
-    host_ = NameServerHost(NameServerProcessor(routes), host=host, port=port,
-                           scan_interval_ms=interval)
-    stop = stop_event or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    installed: list[signal.Signals] = []
-    if install_signal_handlers:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-                installed.append(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-    try:
-        address = await host_.start()
-        if on_listening is not None:
-            on_listening(address)
-        if ready_event is not None:
-            ready_event.set()
-        await stop.wait()
-        _log(logging.INFO, "shutting_down", host=address[0], port=address[1])
-    finally:
-        await host_.close()
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-        if journal is not None:
-            journal.close()
-    return address
-
-
-def run_server(host: str = "127.0.0.1", port: int = 9876, **kwargs: Any) -> int:
-    """Blocking `serve` for the CLI: returns 0 after a graceful shutdown."""
-    asyncio.run(serve(host, port, **kwargs))
-    return 0

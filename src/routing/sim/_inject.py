@@ -187,7 +187,10 @@ class FaultInjection:
 
     def _topic_change(self, group: Group, *, add: TopicConfig | None = None,
                       remove: str | None = None) -> None:
-        """Change the group's table on every live member; the master registers at once."""
+        """Change the group's table on every live member. The master sends a created topic
+        as Java does (an incremental registration, `BrokerHeartbeat.update_topics`); for a
+        deleted one, which Java sends nowhere, it registers its full table at once. Slaves
+        copy the table without sending anything (Java's ``SlaveSynchronize``)."""
         now = self.clock.now_ms()
         if add is not None:
             group.topics[add.topic_name] = add
@@ -197,11 +200,12 @@ class FaultInjection:
             hb = proc.hb
             if hb is None or not proc.alive:
                 continue
-            if add is not None:
-                hb.update_topics([add], now)
-            if remove is not None:
-                hb.delete_topics([remove], now)
-            if proc.broker_id == 0:
+            if proc.broker_id != 0:
+                hb.set_topics(group.topics.values(), now)
+            elif add is not None:
+                self._perform(proc, hb.update_topics([add], now))
+            else:
+                self._perform(proc, hb.delete_topics([remove] if remove else [], now))
                 self._perform(proc, hb.register_now(now, force=True))
 
     def _topic_delete(self, fault: TopicDelete, group: Group, base: dict[str, Any],

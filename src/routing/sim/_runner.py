@@ -23,13 +23,14 @@ import attrs
 from .._clock import ManualClock
 from .._frozen import FrozenMap
 from .._manager import RouteInfoManager
-from .._messages import RegisterResult, RouteChange, VersionAnswer
+from .._messages import BrokerMemberGroup, RegisterResult, RouteChange, VersionAnswer
 from .._values import TopicConfig, TopicRouteData
 from ..heartbeat import (
     Action,
     BrokerConfig,
     BrokerHeartbeat,
     SendHeartbeat,
+    SendMemberGroupQuery,
     SendRegistration,
     SendUnregister,
     SendVersionQuery,
@@ -243,14 +244,16 @@ class Simulation(FaultInjection):
 
     def _send(self, proc: Proc, action: Action) -> None:
         if isinstance(action, SendRegistration | SendVersionQuery | SendHeartbeat |
-                      SendUnregister):
+                      SendUnregister | SendMemberGroupQuery):
             ns = self._ns_by_addr[action.name_server]
             latency = self._transmit(proc, ns.index)
             if latency is None:
                 return
             at = self.clock.now_ms() + latency
             if not ns.up:
-                if isinstance(action, SendRegistration | SendVersionQuery) and not action.oneway:
+                if _expects_reply(action):
+                    assert isinstance(action, SendRegistration | SendVersionQuery |
+                                      SendMemberGroupQuery)
                     self._push(at, self._on_reply,
                                (proc, proc.hb, ns.addr, action.request_id, _FAILED))
                 return
@@ -267,11 +270,11 @@ class Simulation(FaultInjection):
                  ) -> None:
         proc, hb, channel, ns, incarnation, action = msg
         rec = ns.recorder
-        expects = (isinstance(action, SendRegistration | SendVersionQuery)
-                   and not action.oneway)
+        expects = _expects_reply(action)
         if ns.incarnation != incarnation or not ns.up or rec is None:
             if expects:  # the connection died with the name server
-                assert isinstance(action, SendRegistration | SendVersionQuery)
+                assert isinstance(action, SendRegistration | SendVersionQuery |
+                                  SendMemberGroupQuery)
                 self._reply(proc, hb, ns, action.request_id, _FAILED)
             return
         if self._partitions and (proc.addr, ns.index) in self._partitions:
@@ -281,7 +284,8 @@ class Simulation(FaultInjection):
             if proc.reg_src is not reg or proc.reg_out is None or \
                     proc.reg_out.channel != channel:
                 proc.reg_src, proc.reg_out = reg, attrs.evolve(reg, channel=channel)
-            result: RegisterResult | VersionAnswer = rec.register(proc.reg_out)
+            result: RegisterResult | VersionAnswer | BrokerMemberGroup = rec.register(
+                proc.reg_out)
         elif isinstance(action, SendVersionQuery):
             result = rec.query_data_version(cluster=action.cluster,
                                             broker_addr=action.broker_addr,
@@ -289,6 +293,9 @@ class Simulation(FaultInjection):
         elif isinstance(action, SendHeartbeat):
             rec.heartbeat(cluster=action.cluster, broker_addr=action.broker_addr)
             return
+        elif isinstance(action, SendMemberGroupQuery):  # GET_BROKER_MEMBER_GROUP (a read),
+            # for either form: the sim's tables do not hold rmq_sys_SYNC_BROKER_MEMBER_*
+            result = rec.broker_member_group(action.cluster, action.broker_name)
         else:
             assert isinstance(action, SendUnregister)
             rec.unregister(cluster=action.cluster, broker_addr=action.broker_addr,
@@ -313,6 +320,8 @@ class Simulation(FaultInjection):
             actions = hb.on_register_reply(ns_addr, request_id, payload, now_ms=now)
         elif isinstance(payload, VersionAnswer):
             actions = hb.on_version_reply(ns_addr, request_id, payload, now_ms=now)
+        elif isinstance(payload, BrokerMemberGroup):
+            actions = hb.on_member_group(ns_addr, request_id, payload, now_ms=now)
         else:
             actions = hb.on_failure(ns_addr, request_id, now_ms=now)
         self._perform(proc, actions)
@@ -431,6 +440,12 @@ class Simulation(FaultInjection):
                                for ns in self._ns}),
                            wall_s=wall_s),
             journal_texts=FrozenMap(texts), journal_paths=FrozenMap(self._paths))
+
+
+def _expects_reply(action: Action) -> bool:
+    if isinstance(action, SendRegistration | SendVersionQuery):
+        return not action.oneway
+    return isinstance(action, SendMemberGroupQuery)
 
 
 def simulate(config: SimConfig | None = None, *, out_dir: str | Path | None = None,

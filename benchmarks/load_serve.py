@@ -1,0 +1,290 @@
+"""Load benchmark of ``routing serve`` over TCP (not part of ``python -m benchmarks``).
+
+    python -m benchmarks.load_serve [--seconds 3] [--loops asyncio,uvloop] [--out FILE]
+
+Starts ``routing serve`` as its own process, registers one broker group (10 topics), then
+for each event loop, request kind and connection count (1, 8, 64) runs closed-loop load
+generators in **separate processes** (one per 32 connections; each connection sends one
+request and waits for its answer): GET_ROUTEINFO_BY_TOPIC of a hot topic, and an unchanged
+REGISTER_BROKER (each connection is one broker re-registering the same body). Reports
+requests/s, p50/p99 latency, response bytes, the server's CPU seconds per request and its
+RSS; then opens 1 000 idle connections and reports the RSS again. The load generators
+share the machine with the server: on 2 cores the numbers are a floor, not a ceiling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import routing as r
+from routing.remoting import (
+    CURRENT_VERSION,
+    FrameDecoder,
+    RegisterBrokerBody,
+    RemotingCommand,
+    RequestCode,
+    body_crc32,
+    encode,
+)
+
+CONNECTIONS_PER_PROCESS = 32
+TOPICS = [f"Topic{i}" for i in range(10)]
+
+
+def _register_command(n: int, opaque: int) -> RemotingCommand:
+    body = RegisterBrokerBody(
+        data_version=r.DataVersion(counter=1, timestamp=1_700_000_000_000),
+        topics={t: r.TopicConfig(topic_name=t, read_queue_nums=8, write_queue_nums=8)
+                for t in TOPICS}).encode()
+    addr = f"10.{n // 250 % 250}.{n % 250}.1:10911"
+    return RemotingCommand(code=RequestCode.REGISTER_BROKER, opaque=opaque,
+                           version=CURRENT_VERSION, body=body, ext_fields={
+                               "brokerName": f"broker-{n}", "brokerAddr": addr,
+                               "clusterName": "bench", "haServerAddr": addr,
+                               "brokerId": "0", "bodyCrc32": str(body_crc32(body))})
+
+
+def _route_command(opaque: int) -> RemotingCommand:
+    return RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, opaque=opaque,
+                           version=CURRENT_VERSION, ext_fields={"topic": TOPICS[0]})
+
+
+async def _connection(port: int, kind: str, n: int, stop_at: float, warm_until: float,
+                      out: list[float], sizes: list[int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    decoder = FrameDecoder()
+    frame = encode(_route_command(1) if kind == "route" else _register_command(n, 1))
+    clock = time.perf_counter
+    while True:
+        start = clock()
+        if start >= stop_at:
+            break
+        writer.write(frame)
+        got: list[RemotingCommand] = []
+        while not got:
+            data = await reader.read(65536)
+            if not data:
+                raise ConnectionError("server closed the connection")
+            got = decoder.feed(data)
+        end = clock()
+        if start >= warm_until:
+            out.append(end - start)
+            sizes.append(len(got[0].body))
+    writer.close()
+
+
+async def _worker(port: int, kind: str, first: int, count: int, seconds: float,
+                  warmup: float) -> dict[str, Any]:
+    now = time.perf_counter()
+    latencies: list[float] = []
+    sizes: list[int] = []
+    await asyncio.gather(*(_connection(port, kind, first + i, now + warmup + seconds,
+                                       now + warmup, latencies, sizes)
+                           for i in range(count)))
+    return {"latencies": latencies, "bytes": sizes[:1], "seconds": seconds}
+
+
+def worker_main(args: argparse.Namespace) -> None:
+    result = asyncio.run(_worker(args.port, args.kind, args.first, args.count, args.seconds,
+                                 args.warmup))
+    json.dump(result, sys.stdout)
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """``routing serve`` in its own process; ``src`` runs another checkout's sources (to
+    compare with main), and loop ``default`` passes no ``--loop`` (older servers)."""
+
+    def __init__(self, loop: str, src: Path | None = None) -> None:
+        command = [sys.executable, "-c", "from routing.cli import main; main()", "serve",
+                   "--listen", "127.0.0.1:0", "--log-json"]
+        if loop != "default":
+            command += ["--loop", loop]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        self.proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+        assert self.proc.stderr is not None
+        while True:
+            line = self.proc.stderr.readline()
+            if not line:
+                raise RuntimeError(f"server exited: {self.proc.wait()}")
+            event = json.loads(line)
+            if event.get("event") == "listening":
+                self.port = int(event["port"])
+                break
+        # keep reading its logs so the pipe never fills
+        self._drain = threading.Thread(target=self.proc.stderr.read, daemon=True)
+        self._drain.start()
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def _run_load(port: int, kind: str, connections: int, seconds: float,
+              warmup: float) -> dict[str, Any]:
+    procs = []
+    for first in range(0, connections, CONNECTIONS_PER_PROCESS):
+        count = min(CONNECTIONS_PER_PROCESS, connections - first)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.load_serve", "worker", "--port", str(port),
+             "--kind", kind, "--first", str(first), "--count", str(count),
+             "--seconds", str(seconds), "--warmup", str(warmup)],
+            stdout=subprocess.PIPE, text=True))
+    results = [json.loads(p.communicate()[0]) for p in procs]
+    latencies = sorted(x for res in results for x in res["latencies"])
+    n = len(latencies)
+    return {"requests": n, "req_per_s": n / seconds,
+            "p50_ms": 1000 * latencies[n // 2] if n else None,
+            "p99_ms": 1000 * latencies[min(n - 1, int(n * 0.99))] if n else None,
+            "mean_ms": 1000 * statistics.fmean(latencies) if n else None,
+            "response_bytes": results[0]["bytes"][0] if results[0]["bytes"] else 0}
+
+
+async def _idle(port: int, count: int, hold: asyncio.Event, opened: asyncio.Event) -> None:
+    writers = []
+    for _ in range(count):
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writers.append(writer)
+    opened.set()
+    await hold.wait()
+    for writer in writers:
+        writer.close()
+
+
+def _rss_with_idle(server: Server, count: int) -> tuple[int, int]:
+    """Server RSS (KiB) before and with ``count`` idle connections open."""
+    before = _rss_kib(server.proc.pid)
+
+    async def run() -> int:
+        hold, opened = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(_idle(server.port, count, hold, opened))
+        await opened.wait()
+        await asyncio.sleep(1.0)  # let the server accept them all
+        rss = _rss_kib(server.proc.pid)
+        hold.set()
+        await task
+        return rss
+
+    return before, asyncio.run(run())
+
+
+def bench(loops: list[str], seconds: float, warmup: float,
+          connection_counts: list[int], src: Path | None = None) -> dict[str, Any]:
+    report: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
+                                          "load_avg_at_start": os.getloadavg()},
+                              "seconds": seconds, "warmup": warmup, "rows": [], "idle": []}
+    for loop in loops:
+        server = Server(loop, src)
+        try:
+            # the hot topic's group, on a connection kept open (closing it would remove it)
+            anchor = socket.create_connection(("127.0.0.1", server.port))
+            anchor.sendall(encode(_register_command(100_000, 1)))
+            decoder = FrameDecoder()
+            while not decoder.feed(anchor.recv(65536)):
+                pass
+            report["idle"].append({"loop": loop, "phase": "start",
+                                   "rss_kib": _rss_kib(server.proc.pid)})
+            for kind in ("route", "register"):
+                for connections in connection_counts:
+                    cpu0 = _cpu_s(server.proc.pid)
+                    row = _run_load(server.port, kind, connections, seconds, warmup)
+                    cpu = _cpu_s(server.proc.pid) - cpu0
+                    row.update(loop=loop, kind=kind, connections=connections,
+                               server_cpu_us_per_req=1e6 * cpu / max(1, row["requests"]),
+                               server_rss_kib=_rss_kib(server.proc.pid))
+                    report["rows"].append(row)
+                    print(json.dumps(row), flush=True)
+            before, idle = _rss_with_idle(server, 1_000)
+            report["idle"].append({"loop": loop, "phase": "after run, then 1000 idle",
+                                   "rss_kib_before": before, "rss_kib_idle_1000": idle})
+            print(json.dumps(report["idle"][-1]), flush=True)
+            anchor.close()
+        finally:
+            server.stop()
+    return report
+
+
+def _medians(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    cells: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for rep in reports:
+        for row in rep["rows"]:
+            cells.setdefault((row["loop"], row["kind"], row["connections"]), []).append(row)
+    out = []
+    for (loop, kind, connections), rows in cells.items():
+        med = {k: statistics.median(r[k] for r in rows)
+               for k in ("req_per_s", "p50_ms", "p99_ms", "server_cpu_us_per_req")}
+        out.append({"loop": loop, "kind": kind, "connections": connections, "runs": len(rows),
+                    **med, "response_bytes": rows[0]["response_bytes"],
+                    "server_rss_kib": max(r["server_rss_kib"] for r in rows)})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.load_serve",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command")
+    worker = sub.add_parser("worker", help="internal: one load-generator process")
+    worker.add_argument("--port", type=int, required=True)
+    worker.add_argument("--kind", choices=["route", "register"], required=True)
+    worker.add_argument("--first", type=int, default=0)
+    worker.add_argument("--count", type=int, default=1)
+    worker.add_argument("--seconds", type=float, default=3.0)
+    worker.add_argument("--warmup", type=float, default=0.5)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--warmup", type=float, default=0.5)
+    parser.add_argument("--loops", default="asyncio,uvloop")
+    parser.add_argument("--connections", default="1,8,64")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--server-src", type=Path, default=None,
+                        help="run the server from this source directory (e.g. main's src)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run everything this many times (report the median per cell)")
+    args = parser.parse_args(argv)
+    if args.command == "worker":
+        worker_main(args)
+        return 0
+    started = time.time()
+    reports = [bench(args.loops.split(","), args.seconds, args.warmup,
+                     [int(c) for c in args.connections.split(",")], args.server_src)
+               for _ in range(args.repeat)]
+    report: dict[str, Any] = {"runs": reports, "median": _medians(reports),
+                              "load_avg_at_end": os.getloadavg()}
+    for row in report["median"]:
+        print(json.dumps({"median": row}), flush=True)
+    report["wall_s"] = time.time() - started
+    if args.out is not None:
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Progress of a run, on stderr only (stdout keeps the summary, so ``> summary.txt`` and pipes
+get nothing else).
+
+On a terminal: one live rich bar for the whole run — the step, done of total (Spark tasks,
+polled from Spark's status tracker, or journal bytes read by ``--local``'s reader), the rate
+and the time left; each step is also printed as a line with the elapsed time. Elsewhere (a
+file, a pipe, cron, CI): one plain line per step, ``[  12.3 s] step``, and nothing else.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+
+from ..pipeline._read import InputFile, iter_lines
+
+__all__ = ["RunProgress", "counted_sources", "spark_progress"]
+
+
+class RunProgress:
+    """The run's reporter: `step` names the current step, `update` moves the bar."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.started = time.monotonic()
+        self.live = console.is_terminal
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> RunProgress:
+        if self.live:
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24),
+                TextColumn("{task.fields[done]}"), TextColumn("{task.fields[rate]}"),
+                TextColumn("left"), TimeRemainingColumn(), console=self.console,
+                transient=True)
+            self._bar.__enter__()
+            self._task = self._bar.add_task("starting", total=None, done="", rate="")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def step(self, text: str) -> None:
+        """A new step: a plain line (kept above the bar on a terminal)."""
+        stamp = f"[{self.elapsed():7.1f} s]"
+        if self._bar is None:
+            self.console.print(f"{stamp} {text}", highlight=False, soft_wrap=True)
+        else:
+            self.console.print(f"[dim]{stamp}[/dim] {text}", highlight=False)
+            # the bar's label is short (the whole step is the line printed above it)
+            short = text if len(text) <= 24 else text[:23] + "…"
+            self._bar.update(self._task, description=short)
+
+    def update(self, done: float, total: float | None, unit: str, scale: float = 1.0) -> None:
+        """The bar at ``done`` of ``total`` (shown in ``unit`` after dividing by ``scale``)."""
+        if self._bar is None:
+            return
+        task = self._bar.tasks[0]
+        speed = task.speed
+        self._bar.update(
+            self._task, completed=done, total=total,
+            done=f"{done / scale:,.1f}/{(total or 0) / scale:,.1f} {unit}" if scale != 1
+            else f"{done:,.0f}/{total or 0:,.0f} {unit}",
+            rate=f"{(speed or 0) / scale:,.1f} {unit}/s" if speed else "")
+
+
+@contextmanager
+def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[str], None]]:
+    """A step reporter for a Spark run (see the module's doc); yields ``say(step)``. The
+    bar counts the tasks of every stage that ran so far (done / total)."""
+    with RunProgress(console) as progress:
+        stop = threading.Event()
+
+        def poll() -> None:
+            tracker = spark.sparkContext.statusTracker()
+            seen: dict[int, tuple[int, int]] = {}
+            while not stop.wait(0.3):
+                try:
+                    for sid in tracker.getActiveStageIds():
+                        seen.setdefault(sid, (0, 0))
+                    for sid in list(seen):
+                        info = tracker.getStageInfo(sid)
+                        if info is not None:
+                            seen[sid] = (info.numTasks, info.numCompletedTasks)
+                except Exception:  # the context is shutting down
+                    return
+                total = sum(n for n, _c in seen.values())
+                if total:
+                    progress.update(sum(c for _n, c in seen.values()), total, "tasks")
+
+        thread = None
+        if progress.live and spark is not None:
+            thread = threading.Thread(target=poll, daemon=True)
+            thread.start()
+        try:
+            yield progress.step
+        finally:
+            stop.set()
+            if thread is not None:
+                thread.join(timeout=2)
+
+
+def counted_sources(files: Sequence[InputFile], total_bytes: int,
+                    progress: RunProgress) -> Mapping[str, Any] | None:
+    """``{source: lines}`` for `analyze_local` that moves the bar as its reader goes (bytes
+    of the files read so far), or None when a Parquet copy is among them (then the paths
+    are read directly; the bar only shows the steps). Lines and their numbers are those of
+    the paths themselves."""
+    if any(f.kind != "text" for f in files):
+        return None
+    state = {"done": 0, "last": 0.0}
+
+    def lines(item: InputFile) -> Iterator[str]:
+        import os
+
+        size = os.path.getsize(item.path)
+        start = state["done"]
+        read = 0
+        for _source, _number, text in iter_lines([item]):
+            read += len(text) + 1
+            now = time.monotonic()
+            if now - state["last"] > 0.2:
+                state["last"] = now
+                progress.update(start + min(read, size), total_bytes, "MB", 1e6)
+            yield text
+        state["done"] = start + size
+        progress.update(state["done"], total_bytes, "MB", 1e6)
+
+    return {f.path: lines(f) for f in files}

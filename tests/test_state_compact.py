@@ -1,0 +1,97 @@
+"""Issue 13's compact state: single rows inline, single memberships as strings, shared
+rows and routes. Each representation must behave exactly as the plain one it replaces."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import routing as r
+from core_helpers import reg, topics
+from routing._state import State, TopicEntry, add_one, discard_one, members
+
+ROW_A = r.QueueData(broker_name="a", read_queue_nums=1, write_queue_nums=1)
+ROW_B = r.QueueData(broker_name="b", read_queue_nums=2, write_queue_nums=2)
+
+
+def test_a_topic_entry_holds_one_row_inline_and_several_in_a_dict():
+    entry = TopicEntry()
+    assert len(entry) == 0 and list(entry) == [] and "a" not in entry
+    with pytest.raises(KeyError):
+        entry["a"]
+    entry["a"] = ROW_A
+    assert entry._many is None and dict(entry) == {"a": ROW_A} and entry.get("b") is None
+    entry["b"] = ROW_B
+    assert entry._many == {"a": ROW_A, "b": ROW_B} and len(entry) == 2
+    assert dict(entry.items()) == {"a": ROW_A, "b": ROW_B}
+    del entry["a"]
+    assert entry._many is None and dict(entry) == {"b": ROW_B} and entry["b"] is ROW_B
+    assert entry.pop("b") is ROW_B and len(entry) == 0 and not entry
+    with pytest.raises(KeyError):
+        del entry["b"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from("abcd"), st.integers(1, 3))))
+def test_a_topic_entry_behaves_as_a_dict(steps):
+    entry, model = TopicEntry(), {}
+    for put, name, queues in steps:
+        if put:
+            row = r.QueueData(broker_name=name, read_queue_nums=queues, write_queue_nums=queues)
+            entry[name] = model[name] = row
+        else:
+            assert entry.pop(name, None) == model.pop(name, None)
+        assert dict(entry) == model and dict(entry.items()) == model and len(entry) == len(model)
+        assert all((n in entry) == (n in model) and entry.get(n) == model.get(n) for n in "abcd")
+        assert (entry._many is not None) == (len(model) > 1)
+
+
+def test_a_single_membership_is_a_string_and_several_a_set():
+    index: dict[str, str | set[str]] = {}
+    add_one(index, "k", "x")
+    assert index == {"k": "x"} and members(index["k"]) == ("x",)
+    add_one(index, "k", "x")
+    assert index == {"k": "x"}
+    add_one(index, "k", "y")
+    assert index == {"k": {"x", "y"}} and set(members(index["k"])) == {"x", "y"}
+    discard_one(index, "k", "x")
+    assert index == {"k": "y"}
+    discard_one(index, "k", "z")
+    assert index == {"k": "y"}
+    discard_one(index, "k", "y")
+    assert index == {} and members(index.get("k")) == ()
+
+
+def test_an_address_in_two_groups_of_a_cluster_then_in_one(clock):
+    mgr = r.RouteInfoManager(clock=clock)
+    mgr.register(reg("a", 0, "h:1", topic_names=("T1", "T2")))
+    mgr.register(reg("b", 0, "h:1", topic_names=("T3", "T4")))
+    state: State = mgr._state
+    assert state.groups_of_addr[("c1", "h:1")] == {"a", "b"}
+    mgr.unregister(cluster="c1", broker_addr="h:1", broker_name="a", broker_id=0)
+    mgr.check_invariants()
+    mgr.register(reg("b", 0, "h:1", topic_names=("T3", "T4")))
+    assert state.groups_of_addr[("c1", "h:1")] == "b"
+    mgr.check_invariants()
+
+
+def test_equal_rows_of_one_registration_are_one_object_and_share_their_route(clock):
+    mgr = r.RouteInfoManager(clock=clock)
+    table = {**topics("T1", "T2", queues=4), **topics("T3", queues=8)}
+    mgr.register(reg("a", 0, "h:1", topics=table))
+    t1, t2, t3 = (mgr.pickup_route(t) for t in ("T1", "T2", "T3"))
+    assert t1 is t2 and t1 == t2 and t3 is not t1  # equal values, one snapshot
+    assert t1.queue_datas[0] is t2.queue_datas[0]
+    assert t3.queue_datas[0].write_queue_nums == 8
+    assert t1.broker_datas is t3.broker_datas  # the group's own one-element tuple
+    assert mgr.route_version("T1") != mgr.route_version("T2")  # versions stay per topic
+    assert mgr.register(reg("b", 0, "h:2", topics=topics("T2", "T9", queues=4))).accepted
+    t1_after, t2_after = mgr.pickup_route("T1"), mgr.pickup_route("T2")
+    assert t1_after is t1 and len(t2_after.queue_datas) == 2
+    mgr.check_invariants()
+
+
+@pytest.fixture
+def clock() -> r.ManualClock:
+    return r.ManualClock(start_ms=1_000)
