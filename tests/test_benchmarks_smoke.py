@@ -3,9 +3,9 @@
 No timing is asserted: the quick run uses toy sizes. What is checked is that the harness
 runs end to end, measures every spec §5 operation on both sides, and writes the report
 (JSON with rows, targets, memory and concurrency; the PNG plot) where it was told to,
-without touching the published numbers in ``docs/``. The pipeline suite is left out here (it
-starts its own Spark session; its quick run is tests/spark/test_bench_pipeline_smoke.py), the remoting and
-simulator suites run in their quick form.
+without touching the published numbers in ``docs/``. The pipeline suite is left out here
+(it starts its own Spark session; its quick run is tests/spark/test_bench_pipeline_smoke.py),
+the remoting and simulator suites run in their quick form.
 """
 
 from __future__ import annotations
