@@ -8,16 +8,13 @@ Loaded lazily by ``routing.cli``.
 
 from __future__ import annotations
 
-import logging
-import sys
-
 import click
 
 from .._errors import RoutingError
 from .._values import TopicConfig
 from ..heartbeat import BrokerConfig
 from ..remoting._broker_run import run_broker
-from ._serve import _JsonFormatter, _split_listen
+from ._hosting import configure_logging, split_listen
 
 __all__ = ["broker_command"]
 
@@ -41,7 +38,7 @@ def _name_servers(value: str) -> tuple[str, ...]:
     if not servers:
         raise click.BadParameter(f"expected 'HOST:PORT;HOST:PORT', got {value!r}")
     for server in servers:
-        _split_listen(server)
+        split_listen(server)
     return servers
 
 
@@ -87,14 +84,8 @@ def broker_command(namesrv: str, cluster: str, broker_name: str, broker_id: int,
     [QUEUES [PERM]], delete TOPIC, register, perm N, status. Stops on SIGINT or SIGTERM,
     after unregistering from every name server.
     """
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter() if log_json else logging.Formatter(
-        "%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logger = logging.getLogger("routing")
-    logger.handlers[:] = [handler]
-    logger.setLevel(log_level)
-    logger.propagate = False
-    listen = _split_listen(addr)
+    configure_logging(log_level, as_json=log_json)
+    listen = split_listen(addr)
     names = [t.strip() for t in topics.split(",") if t.strip()]
     try:
         config = BrokerConfig(

@@ -6,9 +6,6 @@ with ``--log-json``, one JSON object per line (``event`` plus the structured fie
 
 from __future__ import annotations
 
-import json
-import logging
-import sys
 from typing import Any
 
 import attrs
@@ -17,31 +14,9 @@ import click
 from .._errors import RoutingError
 from ..remoting._config import NamesrvConfig, help_text, load_properties_file
 from ..remoting._run import run_server
+from ._hosting import configure_logging, split_listen
 
 __all__ = ["serve_command"]
-
-_STANDARD_FIELDS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-
-
-class _JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        doc: dict[str, Any] = {"ts_ms": int(record.created * 1000), "level": record.levelname,
-                               "logger": record.name}
-        extra = {k: v for k, v in vars(record).items() if k not in _STANDARD_FIELDS}
-        if "event" not in extra:
-            doc["message"] = record.getMessage()
-        doc.update(extra)
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
-        return json.dumps(doc, default=str, separators=(",", ":"))
-
-
-def _split_listen(value: str) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65_535:
-        raise click.BadParameter(f"expected HOST:PORT, got {value!r}")
-    return host.strip("[]"), int(port)
-
 
 def _epilog() -> str:
     lines = help_text().splitlines()
@@ -98,15 +73,9 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
     Stops cleanly on SIGINT or SIGTERM. Settings can also be changed at run time with
     UPDATE_NAMESRV_CONFIG (mqadmin updateNamesrvConfig) and read with GET_NAMESRV_CONFIG.
     """
-    host, port = _split_listen(listen)
-    metrics = _split_listen(metrics_listen) if metrics_listen is not None else None
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonFormatter() if log_json else logging.Formatter(
-        "%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logger = logging.getLogger("routing")
-    logger.handlers[:] = [handler]
-    logger.setLevel(log_level)
-    logger.propagate = False
+    host, port = split_listen(listen)
+    metrics = split_listen(metrics_listen) if metrics_listen is not None else None
+    logger = configure_logging(log_level, as_json=log_json)
     try:
         settings = NamesrvConfig()
         if config_file is not None:
