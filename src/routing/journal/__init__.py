@@ -49,6 +49,7 @@ from ._format import (
     JournalRecord,
     JournalSink,
     open_journal,
+    open_journal_bytes,
 )
 from ._reader import (
     JournalReader,
@@ -94,6 +95,7 @@ __all__ = (
     "WipeWritePerm",
     "iter_journal",
     "open_journal",
+    "open_journal_bytes",
     "read_journal",
     "read_journals",
     "replay",

@@ -13,7 +13,7 @@ import io
 import json
 import os
 from collections.abc import Mapping
-from typing import IO, Any, Protocol, TypeAlias
+from typing import IO, Any, Protocol, TypeAlias, cast
 
 import attrs
 
@@ -141,6 +141,17 @@ class JournalRecord:
 JournalEntry: TypeAlias = JournalHeader | JournalRecord
 
 
+def open_journal_bytes(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open a journal file for reading as bytes, decompressed when it starts with gzip's magic
+    bytes (whatever its name). The readers split lines on ``\\n`` themselves."""
+    name = os.fspath(path)
+    with open(name, "rb") as probe:
+        compressed = probe.read(2) == b"\x1f\x8b"
+    if compressed:  # a GzipFile is a binary file; typeshed does not call it IO[bytes]
+        return cast(IO[bytes], gzip.GzipFile(name, "rb"))
+    return open(name, "rb")
+
+
 def open_journal(path: str | os.PathLike[str], mode: str = "r") -> IO[str]:
     """Open a journal file as text, gzip-compressed when the name ends in ``.gz``.
 
@@ -152,14 +163,10 @@ def open_journal(path: str | os.PathLike[str], mode: str = "r") -> IO[str]:
         raise ValueError(f"mode must be 'r', 'w' or 'a', got {mode!r}")
     name = os.fspath(path)
     if mode == "r":
-        with open(name, "rb") as probe:
-            compressed = probe.read(2) == b"\x1f\x8b"
         # surrogateescape: a line with bytes that are not UTF-8 reaches the reader, which
         # rejects that line alone (instead of the whole file failing to decode).
-        if compressed:
-            return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8", newline="\n",
-                                    errors="surrogateescape")
-        return open(name, encoding="utf-8", newline="\n", errors="surrogateescape")
+        return io.TextIOWrapper(open_journal_bytes(name), encoding="utf-8", newline="\n",
+                                errors="surrogateescape")
     if name.endswith(".gz"):
         raw = open(name, mode + "b")  # noqa: SIM115 - owned by the returned wrapper
         gz = gzip.GzipFile(filename="", mode=mode + "b", fileobj=raw, mtime=0)

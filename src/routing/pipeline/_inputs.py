@@ -14,13 +14,13 @@ it is not a journal either. Parquet copies are recognised by their ``text`` colu
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from collections.abc import Sequence
 
 import attrs
 
+from ..journal import open_journal_bytes
 from ._read import SKIPPED_REASON, InputFile, expand_local
 
 __all__ = ["InputCheck", "InputError", "check_inputs"]
@@ -52,10 +52,7 @@ def _is_uri(path: str) -> bool:
 
 
 def _first_line(path: str) -> bytes:
-    with open(path, "rb") as probe:
-        zipped = probe.read(2) == b"\x1f\x8b"
-    opener = gzip.open if zipped else open
-    with opener(path, "rb") as handle:
+    with open_journal_bytes(path) as handle:
         for _ in range(1000):
             raw = handle.readline(1 << 20)
             if not raw:

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from ..journal import JournalEntry, JournalHeader, JournalReader, RejectedLine
+from ..journal import JournalEntry, JournalHeader, JournalReader, RejectedLine, open_journal_bytes
 from ._outputs import Row
 
 __all__ = [
@@ -165,13 +165,10 @@ def _text_lines(path: str, notes: list[Row]) -> Iterator[tuple[str, int, str]]:
     """Lines split on ``\\n`` only (as Spark does), gzip recognised by its magic bytes.
     A file without lines, and a gzip file that ends early (the lines read so far are
     kept), add a row to ``notes``."""
-    import gzip
     import zlib
 
-    with open(path, "rb") as probe:
-        zipped = probe.read(2) == b"\x1f\x8b"
     number = 0
-    with (gzip.open(path, "rb") if zipped else open(path, "rb")) as handle:
+    with open_journal_bytes(path) as handle:
         try:
             for number, raw in enumerate(handle, start=1):
                 yield path, number, decode_line(raw.rstrip(b"\n"))
