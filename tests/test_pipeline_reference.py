@@ -254,7 +254,9 @@ def test_availability_is_the_writable_share_of_the_topics_lifetime() -> None:
     rows = {x["ns"]: x for x in t["availability"] if x["topic"] == "T"}
     assert rows["ns-0"] == {"ns": "ns-0", "topic": "T", "window_start_ms": 10_000,
                             "window_end_ms": 110_000, "window_ms": 100_000,
-                            "writable_ms": 30_000, "share": 0.3, "outages": 2}
+                            "life_ms": 100_000, "writable_ms": 30_000, "share": 0.3,
+                            "outages": 2, "longest_outage_ms": 60_000, "deletions": 0,
+                            "deleted_ms": None}
     assert (rows["ns-1"]["share"], rows["ns-1"]["outages"]) == (1.0, 0)
 
 

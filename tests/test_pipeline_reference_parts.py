@@ -109,7 +109,7 @@ def test_one_record_changing_two_partitions_is_one_route_change() -> None:
     a, b = _route(("a", "10.0.0.1:1", 4)), _route(("b", "10.0.0.2:1", 4))
     feed = [_c("ns", 0, 1, 0, a), _c("ns", 5, 2, 1, b),
             _c("ns", 9, 3, 0, None), _c("ns", 9, 3, 1, None)]  # one scan expires both
-    rows = [row for table, row in sweep_topic("T", feed, {"ns": (0, 20)})
+    rows = [row for table, row in sweep_topic("T", feed, {"ns": (0, 20)}, removals=())
             if table == "route_changes"]
     assert [(x["at_ms"], x["seq"], x["groups"]) for x in rows] == [
         (0, 1, ["a"]), (5, 2, ["a", "b"]), (9, 3, [])]
@@ -120,13 +120,14 @@ def test_contributions_must_come_in_time_order() -> None:
     a = _route(("a", "10.0.0.1:1", 4))
     with pytest.raises(ValueError, match="out of order"):
         list(sweep_topic("T", [_c("ns", 5, 1, 0, a), _c("ns", 4, 2, 0, None)],
-                         {"ns": (0, 9)}))
+                         {"ns": (0, 9)}, removals=()))
 
 
 def test_a_shorter_journal_bounds_the_compared_span_and_its_availability() -> None:
     a = _route(("a", "10.0.0.1:1", 4))
     spans = {"n1": (0, 100), "n2": (10, 60)}
-    out = list(sweep_topic("T", [_c("n1", 0, 1, 0, a), _c("n2", 30, 1, 0, a)], spans))
+    out = list(sweep_topic("T", [_c("n1", 0, 1, 0, a), _c("n2", 30, 1, 0, a)], spans,
+                           removals=()))
     [window] = [row for t, row in out if t == "disagreement"]
     assert (window["start_ms"], window["end_ms"]) == (10, 30)
     avail = {row["ns"]: row for t, row in out if t == "availability"}
@@ -139,7 +140,7 @@ def test_a_shorter_journal_bounds_the_compared_span_and_its_availability() -> No
 
 def test_one_name_server_has_nothing_to_disagree_with() -> None:
     out = list(sweep_topic("T", [_c("n1", 0, 1, 0, _route(("a", "10.0.0.1:1", 4)))],
-                           {"n1": (0, 100)}))
+                           {"n1": (0, 100)}, removals=()))
     assert {t for t, _ in out} == {"route_changes", "availability"}
 
 

@@ -94,6 +94,9 @@ def test_simulator_journals_split_by_broker_group_equal_the_reference(
     reasons = {r["end_reason"] for r in sim_expected["sessions"]}
     assert {"expired", "open", "restart"} <= reasons
     assert sim_expected["expiries"] and sim_expected["disagreement"]
+    # availability over a topic's life: topics deleted on purpose and real outages
+    assert any(r["deletions"] for r in sim_expected["availability"])
+    assert any(r["outages"] and not r["deletions"] for r in sim_expected["availability"])
     assert {r["stage"] for r in sim_expected["rejected"]} == {"read", "replay"}
     assert {r["at_ms"] for r in sim_expected["routes_at"]} == set(AT)
 

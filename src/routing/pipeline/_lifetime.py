@@ -1,134 +1,177 @@
 """Availability over a topic's life: the share of the time a topic existed during which a
-name server would have given a producer a writable queue for it.
+name server would have given a producer a writable queue for it. This is the measure of
+the ``availability`` table, the summary, ``--summary-json`` and the report (one
+implementation: `TopicLife`).
 
-The ``availability`` table measures from a topic's first appearance to the end of the
-journal, so a topic deleted on purpose after 26 minutes of 4 hours reads 10 %. Here a
-topic's life on a name server ends when its route disappears *on purpose* there, and
-starts again if it comes back. A disappearance is on purpose when no session of a broker
-that served the topic (a group of its last route) ended at that instant on that name
-server: the brokers stayed live and the topic was deleted (or re-registered without it).
-When the route vanished because its brokers expired, closed their channel, unregistered,
-or the name server restarted, the topic was unavailable, and that counts against it.
+A topic's window on a name server runs from its first appearance on any name server (or
+that name server's first record, if later) to the end of that name server's journal. Its
+*life* is the window less the time it did not exist: the life on a name server **pauses
+when the topic is deleted on purpose there**, and resumes when the topic appears again on
+some name server (a re-creation starts a new stretch of the same life; the time between is
+neither up nor down). A disappearance is on purpose when no session of a broker that
+served the topic (a group of its last route) ended at that instant on that name server:
+the brokers stayed live and the topic was deleted (or re-registered without it). When the
+route vanished because its brokers expired, closed their channel, unregistered, were
+replaced, or the name server restarted, the topic was unavailable, and that counts against
+it (an *outage*).
 
-Computed from finished rows (``route_changes`` without ``route_json``, ``sessions``,
-``name_servers``), so Spark and the reference share it.
+`TopicLife` is fed the route changes of one topic in time order: the per-topic sweep
+(``_topics.py``, both engines) feeds it as it emits ``route_changes`` rows;
+`availability_over_life` feeds it from finished rows. Which sessions ended when comes from
+the ``sessions`` table (`session_removals`). All times are ms.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["availability_over_life", "rank_availability"]
+__all__ = ["Removals", "TopicLife", "availability_over_life", "rank_availability",
+           "session_removals"]
 
 Row = dict[str, Any]
+#: (name server, broker name, ms) of every session that ended other than by the journal's end
+Removals = Container[tuple[str, str, int]]
 
 
-def _removals(sessions: Iterable[Row]) -> set[tuple[str, str, int]]:
-    """(ns, broker name, ms) of every session that ended other than by the journal's end."""
-    return {(s["ns"], s["broker_name"], s["end_ms"]) for s in sessions
-            if s["end_reason"] != "open"}
+def session_removals(sessions: Iterable[Row]) -> frozenset[tuple[str, str, int]]:
+    """(ns, broker name, end ms) of every session that ended other than by the journal's
+    end (expired, unregistered, channel closed, replaced, name-server restart)."""
+    return frozenset((s["ns"], s["broker_name"], s["end_ms"]) for s in sessions
+                     if s["end_reason"] != "open")
 
 
-def availability_over_life(route_changes: Sequence[Row], sessions: Sequence[Row],
-                           name_servers: Sequence[Row]) -> list[Row]:
-    """One row per (topic, name server) that ever had the topic's route somewhere:
-    ``life_ms`` (the time the topic existed, from its first appearance on any name server,
-    or this name server's first record if later, to the end of this name server's journal,
-    less the time after each deletion on purpose until it reappeared on some name server),
-    ``writable_ms`` (of that, with a writable queue on this name server), ``share``
-    (None for an empty life), ``outages`` (maximal spans without a writable queue inside
-    the life), ``longest_outage_ms``, ``deleted`` (how often it was deleted on purpose) and
-    ``deleted_ms`` (the last deletion, None if it was not deleted or came back).
-    Sorted by (topic, ns)."""
+class _Life:
+    """One name server's clock for one topic. Times in ms."""
+
+    __slots__ = ("alive", "deleted_at", "deletions", "down_since", "end", "first", "groups",
+                 "life", "longest", "outages", "start", "t", "up", "writable")
+
+    def __init__(self, first: int, end: int) -> None:
+        self.first, self.end = first, end
+        self.start = self.t = first  # set again at the topic's first appearance
+        self.writable = False
+        self.groups: tuple[str, ...] = ()
+        self.alive = True  # False after a deletion on purpose, until the topic reappears
+        self.life = self.up = self.outages = self.longest = self.deletions = 0
+        self.down_since: int | None = None  # start of the current outage
+        self.deleted_at: int | None = None  # the deletion the life is paused at
+
+    def advance(self, to: int) -> None:
+        """The state is constant on [t, to): integrate it (clipped to the journal's end)."""
+        to = min(to, self.end)
+        if to <= self.t:
+            return
+        if self.alive:
+            self.life += to - self.t
+            if self.writable:
+                self.up += to - self.t
+            elif self.down_since is None:
+                self.outages += 1
+                self.down_since = self.t
+        self.t = to
+
+    def close_outage(self, at: int) -> None:
+        if self.down_since is not None:
+            self.longest = max(self.longest, min(at, self.end) - self.down_since)
+            self.down_since = None
+
+    def resume(self, at: int) -> None:
+        """The topic appeared again somewhere at ``at``: a new stretch of life starts."""
+        self.advance(at)
+        self.alive, self.deleted_at = True, None
+
+
+class TopicLife:
+    """Availability over one topic's life on every name server.
+
+    ``spans`` maps each name server to its journal's [first, last] record times (ms);
+    ``removals`` holds (ns, broker name, ms) for every session end (`session_removals`).
+    Call `change` for each change of a name server's answer, in (ms, ns, seq) order, then
+    `rows`."""
+
+    def __init__(self, topic: str, spans: Mapping[str, tuple[int, int]],
+                 removals: Removals) -> None:
+        self.topic = topic
+        self.removals = removals
+        self.servers = {ns: _Life(first, last) for ns, (first, last) in sorted(spans.items())}
+        self.present: dict[str, bool] = {}
+        self.first_seen: int | None = None
+
+    def change(self, ns: str, at: int, present: bool, writable: bool,
+               groups: Sequence[str]) -> None:
+        """Name server ``ns`` answers differently from ``at`` (ms) on: a route or none
+        (``present``), with a writable queue or not, served by broker ``groups``."""
+        me = self.servers.get(ns)
+        if me is None:
+            raise ValueError(f"route change from name server {ns!r} without a span")
+        if present and not self.present.get(ns, False):
+            self._appear(at)
+        self.present[ns] = present
+        me.advance(at)
+        if at < me.start:  # before the window: only take the state
+            me.writable, me.groups = writable, tuple(groups)
+            return
+        if not present and me.alive and me.groups and not any(
+                (ns, g, at) in self.removals for g in me.groups):
+            me.close_outage(at)
+            me.alive, me.deleted_at = False, at
+            me.deletions += 1
+        elif present and not me.alive:
+            me.alive, me.deleted_at = True, None
+        me.writable = writable
+        if writable:
+            me.close_outage(at)
+        if present:
+            me.groups = tuple(groups)
+
+    def _appear(self, at: int) -> None:
+        """The topic appeared on some name server where it was absent."""
+        if self.first_seen is None:
+            self.first_seen = at
+            for s in self.servers.values():
+                s.start = s.t = max(s.first, at)
+            return
+        for s in self.servers.values():
+            # a deletion at this same instant stands; a reappearance after the journal's
+            # end does not undo it
+            if not s.alive and s.deleted_at is not None and s.deleted_at < at <= s.end:
+                s.resume(at)
+
+    def rows(self) -> Iterator[Row]:
+        """One ``availability`` row per name server (none if the topic never appeared):
+        see ``_schema.AVAILABILITY``. Call once, after the last change."""
+        if self.first_seen is None:
+            return
+        for ns, s in self.servers.items():
+            s.advance(s.end)
+            s.close_outage(s.end)
+            yield {"ns": ns, "topic": self.topic, "window_start_ms": s.start,
+                   "window_end_ms": s.end, "window_ms": max(0, s.end - s.start),
+                   "life_ms": s.life, "writable_ms": s.up,
+                   "share": s.up / s.life if s.life else None, "outages": s.outages,
+                   "longest_outage_ms": s.longest, "deletions": s.deletions,
+                   "deleted_ms": s.deleted_at}
+
+
+def availability_over_life(route_changes: Iterable[Row], sessions: Iterable[Row],
+                           name_servers: Iterable[Row]) -> list[Row]:
+    """The ``availability`` rows, from finished rows: ``route_changes`` (``route_json``
+    not needed), ``sessions`` and ``name_servers``; the sweep computes the same rows as
+    it goes. Sorted by (topic, ns)."""
     spans = {r["ns"]: (r["first_ms"], r["last_ms"]) for r in name_servers}
-    removed = _removals(sessions)
+    removals = session_removals(sessions)
     by_topic: dict[str, list[Row]] = {}
     for r in route_changes:
         by_topic.setdefault(r["topic"], []).append(r)
     out: list[Row] = []
     for topic in sorted(by_topic):
-        changes = sorted(by_topic[topic], key=lambda r: (r["at_ms"], r["ns"], r["seq"]))
-        # instants the topic (re)appeared on some name server where it was absent
-        appear: list[int] = []
-        last_present: dict[str, bool] = {}
-        for r in changes:
-            if r["present"] and not last_present.get(r["ns"], False):
-                appear.append(r["at_ms"])
-            last_present[r["ns"]] = r["present"]
-        if not appear:
-            continue
-        for ns in sorted(spans):
-            first, last = spans[ns]
-            mine = [r for r in changes if r["ns"] == ns]
-            out.append(_life_of(topic, ns, mine, appear, max(first, appear[0]), last, removed))
+        life = TopicLife(topic, spans, removals)
+        for r in sorted(by_topic[topic], key=lambda r: (r["at_ms"], r["ns"], r["seq"])):
+            life.change(r["ns"], r["at_ms"], r["present"], r["writable_queue_count"] > 0,
+                        r["groups"])
+        out.extend(life.rows())
     return out
-
-
-def _life_of(topic: str, ns: str, changes: Sequence[Row], appear: Sequence[int], start: int,
-             end: int, removed: set[tuple[str, str, int]]) -> Row:
-    writable = False
-    groups: list[str] = []
-    alive = True  # within the topic's life (False after a deletion until it reappears)
-    t = start
-    life = up = outages = longest = deletions = 0
-    down_since: int | None = None
-    deleted_at: int | None = None
-    resume = iter(sorted(appear))
-    next_appear = next(resume, None)
-
-    def advance(to: int) -> None:
-        nonlocal t, life, up, outages, longest, down_since
-        to = min(to, end)
-        if to <= t:
-            return
-        if alive:
-            life += to - t
-            if writable:
-                up += to - t
-            elif down_since is None:
-                outages += 1
-                down_since = t
-        t = to
-
-    def close_outage(at: int) -> None:
-        nonlocal longest, down_since
-        if down_since is not None:
-            longest = max(longest, min(at, end) - down_since)
-            down_since = None
-
-    for r in changes:
-        at = r["at_ms"]
-        while not alive and next_appear is not None and next_appear <= at:
-            advance(next_appear)
-            alive, deleted_at = True, None
-        advance(at)
-        if at < start:  # before the window: only take the state
-            writable, groups = r["writable_queue_count"] > 0, list(r["groups"])
-            continue
-        if not r["present"] and alive and groups and not any(
-                (ns, g, at) in removed for g in groups):
-            close_outage(at)
-            alive, deleted_at = False, at
-            deletions += 1
-            while next_appear is not None and next_appear <= at:
-                next_appear = next(resume, None)
-        elif r["present"] and not alive:
-            alive, deleted_at = True, None
-        writable = r["writable_queue_count"] > 0
-        if writable:
-            close_outage(at)
-        if r["present"]:
-            groups = list(r["groups"])
-    while not alive and next_appear is not None and next_appear < end:
-        advance(next_appear)
-        alive, deleted_at = True, None
-        next_appear = next(resume, None)
-    advance(end)
-    close_outage(end)
-    return {"topic": topic, "ns": ns, "life_ms": life, "writable_ms": up,
-            "share": up / life if life else None, "outages": outages,
-            "longest_outage_ms": longest, "deleted": deletions, "deleted_ms": deleted_at}
 
 
 def rank_availability(rows: Iterable[Row], top: int = 10) -> list[Row]:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._lifetime import availability_over_life, rank_availability
+from ._lifetime import rank_availability
 from ._summary import Summary, format_ms, format_time, plural
 from ._timeline import broker_rows
 
@@ -212,7 +212,8 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
     """Write the report page to ``path`` (see the module's doc); returns ``path``.
 
     ``tables`` are output rows (`analyze_local`'s, or `collect_rows`'s): ``name_servers``,
-    ``sessions``, ``expiries``, ``disagreement`` and ``route_changes`` are used."""
+    ``sessions``, ``expiries`` and ``disagreement`` are used (availability and rejected
+    lines come from ``summary``)."""
     import plotly
     import plotly.io as pio
 
@@ -265,7 +266,7 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
         "<br>".join(e(b) for b in i["brokers"][:3]) + (f"<br>+{len(i['brokers']) - 3} more"
                                                        if len(i["brokers"]) > 3 else "")]
                 for i in worst]
-    life = availability_over_life(tables["route_changes"], sessions, tables["name_servers"])
+    life = summary.availability_life
     ranked = rank_availability(life, TABLE_ROWS)
     av_rows = [[e(r["topic"]), e(r["ns"]), f"{100 * r['share']:.3f} %", str(r["outages"]),
                 e(format_ms(r["longest_outage_ms"])), e(format_ms(r["life_ms"]))
@@ -288,8 +289,9 @@ wall time in all. Longest first; click one to see it on the timelines.</p>
 {_table(["#", "from", "length", "topics", "cause", "name servers", "brokers"], inc_rows,
         cls="incidents", total=len(incidents), what="incidents")}
 <h2>Lowest availability</h2>
-<p class="note">Share of each topic's life with a writable queue on that name server (a topic
-deleted on purpose is measured up to its deletion). Topics without an outage are left out.</p>
+<p class="note">Share of each topic's life with a writable queue on that name server (the
+time from a deletion on purpose until the topic is created again is not part of its life).
+Topics without an outage are left out.</p>
 {_table(["topic", "name server", "writable", "outages", "longest outage", "life"], av_rows,
         total=sum(1 for r in life if r["outages"]), what="topic/name-server pairs with an outage")
  if av_rows else '<p>No outage.</p>'}

@@ -209,18 +209,26 @@ DISAGREEMENT_TOTALS = Table(
 
 AVAILABILITY = Table(
     name="availability",
-    doc=("Per topic and name server, the share of time with at least one writable queue, "
-         "from the topic's first appearance on any name server to the end of that journal."),
+    doc=("Per topic and name server, the share of the topic's life with at least one "
+         "writable queue: from its first appearance on any name server to the end of that "
+         "journal, less the time after each deletion on purpose until it reappeared."),
     columns=(
         _c("ns", "string", "the name server"),
         _c("topic", "string", "the topic"),
         _c("window_start_ms", "long", "max(journal start, first appearance anywhere) (ms)"),
         _c("window_end_ms", "long", "the end of this name server's journal (ms)"),
         _c("window_ms", "long", "window_end_ms - window_start_ms (0 if the window is empty)"),
-        _c("writable_ms", "long", "time with at least one writable queue (ms)"),
-        _c("share", "double", "writable_ms / window_ms (null for an empty window)",
+        _c("life_ms", "long", "the window less the time the topic was deleted on purpose "
+           "(from the deletion to its next appearance on any name server) (ms)"),
+        _c("writable_ms", "long", "time of the life with at least one writable queue (ms)"),
+        _c("share", "double", "writable_ms / life_ms (null for an empty life)",
            nullable=True),
-        _c("outages", "long", "maximal intervals without a writable queue"),
+        _c("outages", "long", "maximal intervals of the life without a writable queue"),
+        _c("longest_outage_ms", "long", "the longest of them (0 if none) (ms)"),
+        _c("deletions", "long", "how often the topic was deleted on purpose here (its route "
+           "vanished while no session of its brokers ended then)"),
+        _c("deleted_ms", "long", "the last deletion, if the topic did not appear again by "
+           "the end of this journal (ms)", nullable=True),
     ),
     key=("topic", "ns"),
 )

@@ -20,7 +20,8 @@ Stages (every Python step calls the same code as `routing.pipeline.reference`):
    server are copied to every component), sorted by sequence number.
 4. **Per topic.** Route contributions are partitioned by topic, sorted by time, and swept
    by `TopicSweep` into route changes, routes at ``--at`` times, disagreement and
-   availability.
+   availability over each topic's life (which needs the ends of the broker sessions,
+   collected to the driver first: one tuple per session).
 
 Rows travel between stages typed, through Arrow (`mapInArrow`): one wide schema holds the
 columns of every table (`_WIDE`), a row fills its own; no JSON round trip. Intermediate
@@ -40,6 +41,7 @@ from typing import Any
 import attrs
 
 from ..journal import JournalReader
+from ._lifetime import Removals, session_removals
 from ._outputs import Emitted, ReplayDeriver, Row
 from ._plan import component_count, components, nodes_of, replay_entry
 from ._read import (
@@ -283,23 +285,23 @@ def _replay_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]]
         yield from deriver.finish()
 
 
-def _topic_step(spans: Mapping[str, tuple[int, int]], at: Sequence[int]
-                ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+def _topic_step(spans: Mapping[str, tuple[int, int]], at: Sequence[int],
+                removals: Removals) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """Stage 4: sweep each topic of the task (contributions sorted by time)."""
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_tag_rows(_topic_rows(batches, spans, at)))
+        return _to_batches(_tag_rows(_topic_rows(batches, spans, at, removals)))
 
     return step
 
 
 def _topic_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]],
-                at: Sequence[int]) -> Iterator[Emitted]:
+                at: Sequence[int], removals: Removals) -> Iterator[Emitted]:
     names = ("ns", "topic", "at_ms", "seq", "part", "route_json")
     rows = (Contribution(ns=r[0], topic=r[1], at_ms=r[2], seq=r[3], part=r[4], route_json=r[5])
             for r in _rows_of(batches, names))
     for topic, group in itertools.groupby(rows, key=lambda c: c.topic):
-        yield from sweep_topic(topic, group, spans, at)
+        yield from sweep_topic(topic, group, spans, at, removals=removals)
 
 
 # --------------------------------------------------------------------------- the pipeline
@@ -473,10 +475,13 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         return tagged.filter(F.col("tbl") == name).select(*TABLES[name].names)
 
     say("sweeping topics")
+    # which broker sessions ended when: tells a topic deleted on purpose from an outage
+    removals = session_removals(r.asDict() for r in table("sessions", rows).select(
+        "ns", "broker_name", "end_ms", "end_reason").collect())
     contrib = rows.filter(F.col("tbl") == "contrib").select(*(c for c, _ in _CONTRIB_COLUMNS))
     swept = keep(contrib.repartition(F.col("topic"))
                  .sortWithinPartitions("topic", "at_ms", "ns", "seq", "part")
-                 .mapInArrow(_topic_step(spans, at), _WIDE_DDL))
+                 .mapInArrow(_topic_step(spans, at, removals), _WIDE_DDL))
     tables: dict[str, Any] = {}
     for name in ("sessions", "expiries", "rejected"):
         tables[name] = table(name, rows)

@@ -4,9 +4,10 @@
 `Analysis` the rows the summary and the report use (the tables with one row per session,
 window, expiry, route change or name server; ``rejected`` only counted by reason and file;
 nothing with one row per journal line), so both engines share one implementation.
-Incidents (``_incidents.py``) and availability over a topic's life (``_lifetime.py``) are
-computed from those rows. `render` prints the summary with rich (imported only there);
-`summary_json` is every number it prints, for ``--summary-json``.
+Incidents (``_incidents.py``) are computed from those rows; availability over a topic's
+life is the ``availability`` table itself (``_lifetime.py``, computed by the sweep).
+`render` prints the summary with rich (imported only there); `summary_json` is every
+number it prints, for ``--summary-json``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import attrs
 
 from ._incidents import DEFAULT_GAP_MS, find_incidents, wall_time
-from ._lifetime import availability_over_life, rank_availability
+from ._lifetime import rank_availability
 
 __all__ = ["Summary", "collect_rows", "format_ms", "format_time", "plural", "render",
            "summarize_analysis", "summarize_rows", "summary_json"]
@@ -55,7 +56,7 @@ class Summary:
     rejected_total: int
     rejected_by_file: tuple[Row, ...] = ()
     routes_at: tuple[Row, ...] = ()
-    #: every (topic, name server) of `availability_over_life` (the JSON has them all)
+    #: every row of the ``availability`` table (the JSON has them all)
     availability_life: tuple[Row, ...] = ()
 
     @property
@@ -101,7 +102,7 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
     by_reason: Counter[str] = Counter()
     for g in groups:
         by_reason[g["reason"]] += int(g["lines"])
-    life = availability_over_life(tables["route_changes"], tables["sessions"], servers)
+    life = sorted(tables["availability"], key=lambda r: (r["topic"], r["ns"]))
     return Summary(
         name_servers=tuple(servers),
         sessions_by_reason=dict(sorted(Counter(r["end_reason"] for r in
@@ -120,7 +121,7 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
                                        servers=[r["ns"] for r in servers], gap_ms=gap_ms)),
         incident_gap_ms=gap_ms,
         lowest_availability=tuple(rank_availability(life, _TOP)),
-        deleted_topics=len({r["topic"] for r in life if r["deleted"]}),
+        deleted_topics=len({r["topic"] for r in life if r["deletions"]}),
         rejected_by_reason=dict(by_reason.most_common(_TOP)),
         rejected_total=sum(by_reason.values()),
         rejected_by_file=tuple(sorted(groups, key=lambda g: (-int(g["lines"]), g["source"],
@@ -154,6 +155,7 @@ def _routes_at(rows: Iterable[Row]) -> tuple[Row, ...]:
 #: What `collect_rows` takes of each table (route_json is left out: it is large).
 _COLLECTED: dict[str, tuple[str, ...] | None] = {
     "name_servers": None, "sessions": None, "expiries": None, "disagreement": None,
+    "availability": None,
     "route_changes": ("ns", "topic", "at_ms", "seq", "present", "groups",
                       "writable_queue_count"),
     "routes_at": ("at_ms", "topic", "ns", "present", "groups", "writable_queue_count",
@@ -163,10 +165,10 @@ _COLLECTED: dict[str, tuple[str, ...] | None] = {
 
 def collect_rows(analysis: Any) -> dict[str, list[Row]]:
     """The rows of a Spark `Analysis` that `summarize_rows` and the report use: one row
-    per name server, session, expiry, disagreement window, route change (without its JSON)
-    and route at an ``--at`` time; rejected lines counted by file and reason
-    (``rejected_groups``). Their number grows with what happened, not with the number of
-    journal lines (heartbeats add none)."""
+    per name server, session, expiry, disagreement window, route change (without its JSON),
+    (topic, name server) availability and route at an ``--at`` time; rejected lines
+    counted by file and reason (``rejected_groups``). Their number grows with what
+    happened, not with the number of journal lines (heartbeats add none)."""
     from pyspark.sql import functions as F
 
     t = analysis.tables
@@ -354,8 +356,9 @@ def render(summary: Summary, console: Any = None, *, title: str = "routing analy
                     f"{r['topics']:,}")
     show(dis)
 
-    deleted = (f"; {plural(summary.deleted_topics, 'topic')} deleted on purpose, measured "
-               f"up to the deletion" if summary.deleted_topics else "")
+    deleted = (f"; {plural(summary.deleted_topics, 'topic')} deleted on purpose, not "
+               f"counted from a deletion until created again" if summary.deleted_topics
+               else "")
     av = table(f"Lowest availability over each topic's life (share of its life with a "
                f"writable queue{deleted})", "topic", "name server", "writable", "outages",
                "longest outage", "life", right=("writable", "outages", "longest outage",

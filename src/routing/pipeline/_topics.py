@@ -13,7 +13,10 @@ code.
 The sweep walks instants in time order, applies every contribution of an instant (grouped by
 name server, then by journal sequence number: one record is one write), and emits a
 ``route_changes`` row whenever a name server's answer changed. Between instants the answers
-are constant; that is when disagreement and availability are integrated. All times are ms.
+are constant; that is when disagreement is integrated. Availability over each topic's life
+is `_lifetime.TopicLife`, fed every ``route_changes`` row as it is emitted; it needs to know
+which broker sessions ended when (``removals``, from the ``sessions`` table) to tell a
+deletion on purpose from an outage. All times are ms.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 import attrs
 
 from .._values import TopicRouteData
+from ._lifetime import Removals, TopicLife
 
 __all__ = [
     "Answer", "Contribution", "TopicSweep", "canonical_json", "merge_routes", "route_digest",
@@ -128,35 +132,34 @@ _ABSENT = Answer.of(None, None)
 
 
 class _Server:
-    """One name server's state in the sweep: partition parts, answer, availability."""
+    """One name server's state in the sweep: partition parts and its answer."""
 
-    __slots__ = ("answer", "down_since", "outages", "parts", "window", "writable_ms")
+    __slots__ = ("answer", "parts", "window")
 
     def __init__(self, window: tuple[int, int]) -> None:
         self.parts: dict[int, TopicRouteData] = {}
         self.answer = _ABSENT
         self.window = window  # [start, end] of the journal, ms
-        self.writable_ms = 0
-        self.outages = 0
-        self.down_since: int | None = None  # start of the current outage inside the window
 
 
 class TopicSweep:
     """Feed one topic's contributions in (at_ms, ns, seq, part) order; read rows back.
 
     ``spans`` maps every name server of the input to its journal's [first, last] record
-    times (ms); ``at_times`` are the instants for ``routes_at``. Rows come out as
+    times (ms); ``at_times`` are the instants for ``routes_at``; ``removals`` holds
+    (ns, broker name, ms) of every session that ended before its journal's end
+    (`_lifetime.session_removals` of the ``sessions`` rows). Rows come out as
     ``(table name, row)`` pairs from `feed` (route changes, as they happen) and `finish`
     (everything else).
     """
 
     def __init__(self, topic: str, spans: Mapping[str, tuple[int, int]],
-                 at_times: Sequence[int] = ()) -> None:
+                 at_times: Sequence[int] = (), *, removals: Removals) -> None:
         self.topic = topic
         self.servers = {ns: _Server(span) for ns, span in sorted(spans.items())}
+        self.life = TopicLife(topic, spans, removals)
         self.at_times = sorted(set(at_times))
         self._next_at = 0
-        self.first_seen: int | None = None
         self.now: int | None = None  # the instant whose contributions are being applied
         # disagreement over the common span [w0, w1)
         self.w0 = max((s[0] for s in spans.values()), default=0)
@@ -205,8 +208,7 @@ class TopicSweep:
             if (answer.present, answer.digest) == (server.answer.present, server.answer.digest):
                 continue
             server.answer = answer
-            if answer.present and self.first_seen is None:
-                self.first_seen = t
+            self.life.change(ns, t, answer.present, answer.writable, answer.groups)
             yield "route_changes", {
                 "ns": ns, "topic": self.topic, "at_ms": t, "seq": seq,
                 "present": answer.present, "groups": list(answer.groups),
@@ -235,20 +237,8 @@ class TopicSweep:
                 "writable_queue_count": a.writable_queue_count, "digest": a.digest})
 
     def _advance(self, a: int, b: int) -> None:
-        """Answers are constant on [a, b): integrate availability and disagreement."""
+        """Answers are constant on [a, b): integrate disagreement."""
         self._take_routes_at(b)
-        if self.first_seen is not None:
-            for server in self.servers.values():
-                lo = max(a, server.window[0], self.first_seen)
-                hi = min(b, server.window[1])
-                if hi <= lo:
-                    continue
-                if server.answer.writable:
-                    server.writable_ms += hi - lo
-                    server.down_since = None
-                elif server.down_since is None:
-                    server.outages += 1
-                    server.down_since = lo
         if self.compare:
             lo, hi = max(a, self.w0), min(b, self.w1)
             if hi > lo:
@@ -308,24 +298,14 @@ class TopicSweep:
                 "topic": self.topic, "intervals": len(self.intervals), "total_ms": total,
                 "longest_ms": max((r["duration_ms"] for r in self.intervals), default=0),
                 "span_ms": span, "share": total / span}
-        if self.first_seen is None:
-            return
-        for ns, server in self.servers.items():
-            lo = max(server.window[0], self.first_seen)
-            hi = server.window[1]
-            window = max(0, hi - lo)
-            yield "availability", {
-                "ns": ns, "topic": self.topic, "window_start_ms": lo, "window_end_ms": hi,
-                "window_ms": window, "writable_ms": server.writable_ms,
-                "share": server.writable_ms / window if window else None,
-                "outages": server.outages}
+        yield from (("availability", row) for row in self.life.rows())
 
 
 def sweep_topic(topic: str, contributions: Iterable[Contribution],
                 spans: Mapping[str, tuple[int, int]],
-                at_times: Sequence[int] = ()) -> Iterator[Emitted]:
+                at_times: Sequence[int] = (), *, removals: Removals) -> Iterator[Emitted]:
     """Every row the topic stage produces for ``topic`` (contributions sorted by
-    (at_ms, ns, seq, part))."""
-    sweep = TopicSweep(topic, spans, at_times)
+    (at_ms, ns, seq, part)); ``removals`` as for `TopicSweep`."""
+    sweep = TopicSweep(topic, spans, at_times, removals=removals)
     yield from sweep.feed(contributions)
     yield from sweep.finish()

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from ..journal import JournalEntry, JournalHeader, JournalRecord
+from ._lifetime import session_removals
 from ._outputs import Emitted, ReplayDeriver, Row
 from ._read import (
     NsReading,
@@ -170,9 +171,10 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
     out["rejected"].extend(reading.rejected)
     out["rejected"].extend(notes)
     spans = {ns: (s.first_ms, s.last_ms) for ns, s in reading.stats.items()}
+    removals = session_removals(out["sessions"])
     for topic in sorted(contribs):
         items = sorted(contribs[topic], key=lambda c: (c.at_ms, c.ns, c.seq, c.part))
-        take(sweep_topic(topic, items, spans, at))
+        take(sweep_topic(topic, items, spans, at, removals=removals))
     out["name_servers"] = name_server_rows(reading.stats.values(),
                                            rejected_counts(out["rejected"]))
     if strict:
@@ -223,9 +225,10 @@ def analyze_partitioned(sources: Mapping[str, Iterable[str]] | Sequence[str | os
                     out[table].append(row)
     out["rejected"].extend(reading.rejected)
     out["rejected"].extend(notes)
+    removals = session_removals(out["sessions"])
     for topic in sorted(contribs):
         items = sorted(contribs[topic], key=lambda c: (c.at_ms, c.ns, c.seq, c.part))
-        out_rows = sweep_topic(topic, items, spans, at)
+        out_rows = sweep_topic(topic, items, spans, at, removals=removals)
         for table, row in out_rows:
             out[table].append(row)
     out["name_servers"] = name_server_rows(reading.stats.values(),
