@@ -2,9 +2,10 @@
 get nothing else).
 
 On a terminal: one live rich bar for the whole run — the step, done of total (Spark tasks,
-polled from Spark's status tracker, or journal bytes read by ``--local``'s reader), the rate
-and the time left; each step is also printed as a line with the elapsed time. Elsewhere (a
-file, a pipe, cron, CI): one plain line per step, ``[  12.3 s] step``, and nothing else.
+polled from Spark's status tracker, see `SparkTasks`; or journal bytes read by
+``--local``'s reader, a total known from the start), the rate and the time left; each step
+is also printed as a line with the elapsed time. Elsewhere (a file, a pipe, cron, CI): one
+plain line per step, ``[  12.3 s] step``, and nothing else.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rich.console import Console
 
 from ..pipeline._read import InputFile, iter_lines
 
-__all__ = ["RunProgress", "counted_sources", "spark_progress"]
+__all__ = ["RunProgress", "SparkTasks", "counted_sources", "spark_progress"]
 
 
 class RunProgress:
@@ -83,33 +84,66 @@ class RunProgress:
             rate=f"{(speed or 0) / scale:,.1f} {unit}/s" if speed else "")
 
 
+class SparkTasks:
+    """Tasks done and to do of the Spark jobs started since it was made, from Spark's
+    status tracker (``spark.sparkContext.statusTracker()``).
+
+    A job's stages are all known when it starts (``getJobInfo(...).stageIds``, the pending
+    ones included), so the total does not grow while a job runs; a stage shared by several
+    jobs counts once; once a job has ended, its stages count the tasks that ran (a stage
+    Spark skipped, its output already there, drops out). Jobs are found among all known
+    jobs (not only the active ones), so one that starts and ends between two polls still
+    counts. What cannot be known: the jobs the pipeline has not started yet (it starts
+    them one after another, some depending on the results of earlier ones), so the total
+    grows when a new job starts."""
+
+    def __init__(self, tracker: Any) -> None:
+        self.tracker = tracker
+        self.before = set(tracker.getJobIdsForGroup(None))  # jobs of earlier runs
+        self.completed: dict[int, int] = {}  # most completed tasks seen per stage
+        self.sizes: dict[int, int] = {}  # tasks per stage, as last seen
+
+    def poll(self) -> tuple[int, int]:
+        """(done, total) tasks of this run's jobs so far."""
+        totals: dict[int, int] = {}
+        for job in sorted(set(self.tracker.getJobIdsForGroup(None)) - self.before):
+            info = self.tracker.getJobInfo(job)
+            if info is None:
+                continue
+            ended = info.status in ("SUCCEEDED", "FAILED")
+            for sid in info.stageIds:
+                stage = self.tracker.getStageInfo(sid)
+                ran = self.completed.get(sid, 0)
+                if stage is not None:  # None: the status store let it go; keep what it said
+                    ran = self.completed[sid] = max(ran, stage.numCompletedTasks)
+                    self.sizes[sid] = stage.numTasks
+                planned = ran if ended else max(ran, self.sizes.get(sid, 0))
+                totals[sid] = max(totals.get(sid, 0), planned)
+        done = sum(min(self.completed.get(sid, 0), n) for sid, n in totals.items())
+        return done, sum(totals.values())
+
+
 @contextmanager
 def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[str], None]]:
     """A step reporter for a Spark run (see the module's doc); yields ``say(step)``. The
-    bar counts the tasks of every stage that ran so far (done / total)."""
+    bar counts the tasks of the Spark jobs started so far (`SparkTasks`)."""
     with RunProgress(console) as progress:
         stop = threading.Event()
 
-        def poll() -> None:
-            tracker = spark.sparkContext.statusTracker()
-            seen: dict[int, tuple[int, int]] = {}
+        def poll(tasks: SparkTasks) -> None:
             while not stop.wait(0.3):
                 try:
-                    for sid in tracker.getActiveStageIds():
-                        seen.setdefault(sid, (0, 0))
-                    for sid in list(seen):
-                        info = tracker.getStageInfo(sid)
-                        if info is not None:
-                            seen[sid] = (info.numTasks, info.numCompletedTasks)
+                    done, total = tasks.poll()
                 except Exception:  # the context is shutting down
                     return
-                total = sum(n for n, _c in seen.values())
                 if total:
-                    progress.update(sum(c for _n, c in seen.values()), total, "tasks")
+                    progress.update(done, total, "tasks so far")
 
         thread = None
         if progress.live and spark is not None:
-            thread = threading.Thread(target=poll, daemon=True)
+            # before the first step: the jobs known now belong to earlier runs
+            tasks = SparkTasks(spark.sparkContext.statusTracker())
+            thread = threading.Thread(target=poll, args=(tasks,), daemon=True)
             thread.start()
         try:
             yield progress.step
