@@ -146,7 +146,8 @@ def test_a_300_broker_page_keeps_every_row_labelled(browser: Any, tmp_path: Path
     rows: dict[str, Any] = {
         "name_servers": [{"ns": ns, "first_ms": 0, "last_ms": 3_600_000, "records": 1,
                           "restarts": 0, "gaps": 0, "rejected": 0} for ns in servers],
-        "sessions": sessions, "expiries": [], "route_changes": [], "rejected": [],
+        "sessions": sessions, "expiries": [], "route_changes": [], "availability": [],
+        "rejected": [],
         "disagreement": [{"topic": "T", "start_ms": 1_800_000, "end_ms": 1_805_000,
                           "out_of_step": ["ns-1"], "open_at_end": False, "variants": 2,
                           "duration_ms": 5_000}]}
