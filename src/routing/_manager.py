@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from . import _listings as listings
+from . import _validate as validate
 from ._clock import Clock, SystemClock
-from ._errors import InvalidRequest, NotReady
+from ._errors import NotReady
 from ._invariants import find_problems
 from ._messages import (
     BrokerMemberGroup,
@@ -32,7 +33,7 @@ from ._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
-from ._registration import apply_registration, decide_registration
+from ._registration import apply_registration, decide_registration, renew_registration
 from ._removal import batch_notices, remove_member, set_write_bit
 from ._routes import RouteBook
 from ._state import Live, LiveKey, State
@@ -142,18 +143,34 @@ class RouteInfoManager:
         reg = registration
         if not isinstance(reg, Registration):
             fail("registration", reg, "a Registration")
-        self._check_hashable("registration.channel", reg.channel)
+        validate.check_hashable("registration.channel", reg.channel)
         cap = self._config.max_queue_nums
         if cap < MAX_QUEUE_NUMS:
             for config in reg.topics.values():
-                self._check_queue_cap(f"topics[{config.topic_name!r}]", config.read_queue_nums,
-                                      config.write_queue_nums)
+                validate.check_queue_cap(f"topics[{config.topic_name!r}]",
+                                         config.read_queue_nums, config.write_queue_nums, cap)
         with self._lock:
             now = self._now()
             result, event = self._register(reg, now)
         if event is not None:
             self._emit(event)
         return result
+
+    def renew(self, registration: Registration) -> int | None:
+        """`register` of a steady broker in O(1), telling no listener and building no
+        result: when ``registration`` changes nothing but liveness (the same broker, table,
+        flags and channel), refresh it and return its new generation; otherwise change
+        nothing and return None (then call `register`). For the journal replay."""
+        reg = registration
+        if type(reg) is not Registration or self._config.max_queue_nums < MAX_QUEUE_NUMS:
+            return None
+        with self._lock:
+            gen = self._generation + 1
+            if not renew_registration(self._state, reg, self._now(), self._config,
+                                      generation=gen):
+                return None
+            self._generation = gen
+            return gen
 
     def _register(self, reg: Registration, now: int) -> tuple[RegisterResult, RouteChange | None]:
         decided = decide_registration(self._state, reg, self._config)
@@ -267,7 +284,7 @@ class RouteInfoManager:
         """
         if channel is None:
             return ()
-        self._check_hashable("channel", channel)
+        validate.check_hashable("channel", channel)
         with self._lock:
             now = self._now()
             keys = sorted(self._state.keys_of_channel.get(channel, ()))
@@ -469,7 +486,8 @@ class RouteInfoManager:
         for i, row in enumerate(rows):
             if not isinstance(row, QueueData):
                 fail(f"queue_datas[{i}]", row, "a QueueData")
-            self._check_queue_cap(f"queue_datas[{i}]", row.read_queue_nums, row.write_queue_nums)
+            validate.check_queue_cap(f"queue_datas[{i}]", row.read_queue_nums,
+                                     row.write_queue_nums, self._config.max_queue_nums)
         if not rows:
             return
         with self._lock:
@@ -569,12 +587,6 @@ class RouteInfoManager:
         if listener is not None:
             listener(event)
 
-    def _check_queue_cap(self, field: str, read: int, write: int) -> None:
-        cap = self._config.max_queue_nums
-        for which, value in (("read_queue_nums", read), ("write_queue_nums", write)):
-            if value > cap:
-                fail(f"{field}.{which}", value, f"at most max_queue_nums={cap}")
-
     def _known_key(self, cluster: object, addr: object) -> LiveKey:
         """``(cluster, addr)``, validated (D7) unless it is a live key: those were validated
         when they registered, so the common case costs one dictionary lookup."""
@@ -583,11 +595,3 @@ class RouteInfoManager:
             if key in self._state.live:
                 return key
         return (check_name("cluster", cluster), check_addr("broker_addr", addr))
-
-    @staticmethod
-    def _check_hashable(field: str, value: object) -> None:
-        try:
-            hash(value)
-        except TypeError:
-            raise InvalidRequest(f"{field} must be hashable, got {value!r:.80}",
-                                 field=field, value=value) from None

@@ -20,7 +20,8 @@ from ._state import Group, Live, LiveKey, State
 from ._values import MASTER_ID, Perm, QueueData, queue_row
 
 __all__ = ["NO_WRITE", "Applied", "Decision", "apply_registration", "decide_registration",
-           "min_id_notice", "rejection", "unchanged_table", "write_topics"]
+           "min_id_notice", "rejection", "renew_registration", "unchanged_table",
+           "write_topics"]
 
 #: Permission bits without the write bit.
 NO_WRITE = ~Perm.WRITE & 0xF
@@ -134,6 +135,66 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
         if decision.min_changed else ()
     return Applied(first=old_live is None, master_addr=master_addr, ha_server_addr=ha_addr,
                    notices=notices)
+
+
+def renew_registration(state: State, reg: Registration, now: int, config: RoutingConfig, *,
+                       generation: int) -> bool:
+    """The steady re-registration in place: when applying ``reg`` would change nothing but
+    the live entry's ``last_update`` and ``generation`` (no refusal, no table, member, row,
+    flag, channel, timeout or filter-server change), make exactly those two changes (and
+    refresh the deadline index) and return True; otherwise change nothing and return False
+    (the caller then runs `decide_registration` and `apply_registration`). O(I) for the
+    prime-slave test, O(1) otherwise when ``reg.topics`` is the table last applied.
+
+    Exact: every condition below is one `apply_registration` tests, read off its steps —
+    the group and cluster exist with ``reg``'s flags (1–4), the id already holds this
+    address (5, and no D3 refusal), the topic rows need no write (9–10), the live entry
+    would be rebuilt with the same fields (8), the filter servers are unchanged (11). A
+    differential test compares it with the full path on random states.
+    Java: ``registerBroker`` with an unchanged data version, minus its map rewrites."""
+    key: LiveKey = (reg.cluster, reg.broker_addr)
+    live = state.live.get(key)
+    if live is None:
+        return False
+    bid = reg.broker_id
+    group = state.groups.get(reg.broker_name)
+    if (group is None or group.addrs.get(bid) != reg.broker_addr
+            or live.broker_name != reg.broker_name or live.broker_id != bid
+            or live.channel != reg.channel
+            or live.timeout != (reg.heartbeat_timeout_ms or config.default_heartbeat_timeout_ms)
+            or reg.broker_name not in state.clusters.get(reg.cluster, ())):
+        return False
+    is_old = reg.enable_acting_master is None
+    acting = (not is_old) and bool(reg.enable_acting_master)
+    if group.enable_acting_master != acting or group.zone_name != reg.zone_name:
+        return False
+    if reg.filter_servers is not None and state.filter_servers.get(key, ()) != reg.filter_servers:
+        return False
+    stored = live.data_version
+    if not (stored is reg.data_version or stored == reg.data_version):
+        return False
+    writes = bid == MASTER_ID or (not is_old and bid == min(group.addrs))
+    deletes = (writes and config.delete_topic_with_broker_registration and not reg.partial
+               and not reg.topic_queue_mappings)
+    if writes and not unchanged_table(state, live, reg, group, deletes=deletes):
+        return False
+    # step 8 as apply_registration writes it, on the same object (its other fields are equal)
+    if stored is not reg.data_version:
+        live.data_version, live.unchanged_answer = reg.data_version, None
+    live.ha_server_addr = reg.ha_server_addr
+    live.generation = generation
+    if writes:
+        ref = live.applied_table
+        if ref is None or ref() is not reg.topics:
+            live.applied_table = weakref.ref(reg.topics)
+        live.applied_epoch, live.applied_deleted = group.rows_epoch, deletes
+    else:
+        live.applied_table, live.applied_epoch, live.applied_deleted = None, -1, False
+    live.last_update = now
+    bucket = live.bucket  # put_live's refresh: the timeout is unchanged
+    bucket[key] = now
+    bucket.move_to_end(key)
+    return True
 
 
 def rejection(state: State, reg: Registration) -> str | None:

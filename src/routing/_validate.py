@@ -13,8 +13,10 @@ __all__ = [
     "MAX_TOPIC_LENGTH",
     "check_addr",
     "check_bool",
+    "check_hashable",
     "check_int",
     "check_name",
+    "check_queue_cap",
     "check_topic",
     "fail",
 ]
@@ -104,3 +106,20 @@ def check_mapping(field: str, value: object) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
         fail(field, value, "a mapping")
     return value
+
+
+def check_hashable(field: str, value: object) -> None:
+    """Raise `InvalidRequest` naming ``field`` unless ``value`` is hashable (a channel)."""
+    try:
+        hash(value)
+    except TypeError:
+        raise InvalidRequest(f"{field} must be hashable, got {value!r:.80}",
+                             field=field, value=value) from None
+
+
+def check_queue_cap(field: str, read: int, write: int, cap: int) -> None:
+    """Raise `InvalidRequest` naming ``field.read_queue_nums`` or ``.write_queue_nums``
+    when either count is above ``cap`` (``max_queue_nums``)."""
+    for which, value in (("read_queue_nums", read), ("write_queue_nums", write)):
+        if value > cap:
+            fail(f"{field}.{which}", value, f"at most max_queue_nums={cap}")

@@ -168,6 +168,18 @@ class JournalReader:
     def feed(self, text: str, *, source: str, line_number: int) -> JournalEntry | RejectedLine:
         """Validate one line; return the decoded entry or the rejection."""
         line = text.rstrip("\r\n")
+        if self._remember_rests and line.isascii():  # ASCII is UTF-8: the periodic lines
+            prefix = _PREFIX.match(line)
+            if prefix is not None:
+                state = self._ns.get(prefix.group(1))
+                if state is not None:
+                    known = state.known.get(line[prefix.end():])
+                    if known is not None:
+                        try:
+                            return self._fast(prefix, state, known, source, line_number)
+                        except _Bad as bad:
+                            return RejectedLine(source=source, line_number=line_number,
+                                                reason=str(bad), text=line)
         try:
             try:
                 line.encode("utf-8")
@@ -221,14 +233,19 @@ class JournalReader:
 
     def _fast(self, prefix: re.Match[str], state: _NsState, known: _Known, source: str,
               line_number: int) -> JournalRecord:
-        ns = prefix.group(1)
-        seq, ts = int(prefix.group(2)), int(prefix.group(3))
-        self._check_order(ns, state, seq, ts)
+        ns, seq_text, ts_text = prefix.groups()
+        seq, ts = int(seq_text), int(ts_text)
+        last_ts = state.last_ts
+        if not (seq > state.last_seq and last_ts <= ts <= last_ts + MAX_TS_JUMP_MS):
+            self._check_order(ns, state, seq, ts)
         call = known.call
         if call is None:
             call = self._built(state, known.table_id, state.tables[known.table_id],
                                known.channel)
-        self._accept(ns, state, seq, ts, source, line_number)
+        if seq == state.last_seq + 1:  # `_accept` without a gap
+            state.last_seq, state.last_ts, state.jump = seq, ts, None
+        else:
+            self._accept(ns, state, seq, ts, source, line_number)
         return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=call,
                              cluster=known.cluster, broker_name=known.broker_name,
                              broker_addr=known.broker_addr)

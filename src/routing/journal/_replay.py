@@ -11,7 +11,7 @@ from .._errors import RoutingError
 from .._frozen import FrozenMap
 from .._manager import RouteInfoManager
 from .._messages import RouteChange
-from ._calls import CallResult
+from ._calls import CallResult, Register
 from ._format import JournalEntry, JournalHeader, JournalRecord
 
 __all__ = ["ReplayError", "ReplayEvent", "Replayer", "replay"]
@@ -47,6 +47,20 @@ class ReplayEvent:
     result: CallResult = None
 
 
+class _ReplayClock(ManualClock):
+    """The `ManualClock` a replayed manager reads; the replayer moves it forward itself
+    (it has checked the order), without `set`'s argument check and lock."""
+
+    __slots__ = ()
+
+    def move_to(self, ms: int) -> bool:
+        """Jump to ``ms`` if it is not earlier than now (True), else stay (False). O(1)."""
+        if ms < self._now_ms:
+            return False
+        self._now_ms = ms
+        return True
+
+
 class Replayer:
     """Applies journal entries one at a time; each name server gets its own manager.
 
@@ -59,7 +73,7 @@ class Replayer:
 
     def __init__(self) -> None:
         self._managers: dict[str, RouteInfoManager] = {}
-        self._clocks: dict[str, ManualClock] = {}
+        self._clocks: dict[str, _ReplayClock] = {}
         self._changes: list[RouteChange] = []
 
     @property
@@ -71,11 +85,26 @@ class Replayer:
     def clocks(self) -> Mapping[str, ManualClock]:
         return FrozenMap(self._clocks)
 
+    def renew(self, record: JournalRecord) -> bool:
+        """Apply a steady ``register`` record in O(1) through `RouteInfoManager.renew` and
+        return True, or return False having changed nothing but the clock (a record at or
+        after its time; then `apply` it). The renewal builds no `ReplayEvent`: the `apply`
+        of the same record would have returned one whose change only re-registers the
+        broker (``first=False``), which the caller accounts for itself."""
+        call = record.call
+        if type(call) is not Register:
+            return False
+        manager = self._managers.get(record.nameserver_id)
+        if manager is None:
+            return False
+        return (self._clocks[record.nameserver_id].move_to(record.at_ms)
+                and manager.renew(call.registration) is not None)
+
     def apply(self, entry: JournalEntry) -> ReplayEvent:
         """Apply one entry and return what it did. Raises `ReplayError`."""
         ns = entry.nameserver_id
         if isinstance(entry, JournalHeader):
-            clock = ManualClock(start_ms=entry.start_ms)
+            clock = _ReplayClock(start_ms=entry.start_ms)
             self._clocks[ns] = clock
             self._managers[ns] = RouteInfoManager(clock=clock, config=entry.config,
                                                   listener=self._changes.append)

@@ -22,7 +22,7 @@ All times are ms.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .._manager import RouteInfoManager
@@ -34,6 +34,7 @@ from ..journal import (
     JournalHeader,
     JournalRecord,
     QueryDataVersion,
+    Register,
     Replayer,
     ReplayError,
     ReplayEvent,
@@ -92,8 +93,24 @@ class ReplayDeriver:
     # ------------------------------------------------------------------ input
 
     def apply(self, entry: JournalEntry, where: SourceRef, *,
-              primary: bool = True) -> Iterator[Emitted]:
-        """Replay one entry and yield the rows it produces."""
+              primary: bool = True) -> Iterable[Emitted]:
+        """Replay one entry; return the rows it produces (lazily).
+
+        A steady re-registration (the bulk of a journal: a broker re-sending the table it
+        last sent) goes through `Replayer.renew` in O(1) and produces no row, only its
+        session's refresh: what the full replay would derive from its event."""
+        if type(entry) is JournalRecord and type(entry.call) is Register:
+            reg = entry.call.registration
+            session = self.sessions.get((reg.cluster, reg.broker_addr))
+            if (session is not None and session.broker_id == reg.broker_id
+                    and session.broker_name == reg.broker_name
+                    and self.replayer.renew(entry)):
+                session.refresh(entry.at_ms)
+                return ()
+        return self._apply(entry, where, primary)
+
+    def _apply(self, entry: JournalEntry, where: SourceRef,
+               primary: bool) -> Iterator[Emitted]:
         if isinstance(entry, JournalHeader) and self.replayer.managers.get(self.ns) is not None:
             yield from self._restart(entry)
         try:

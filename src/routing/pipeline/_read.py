@@ -22,7 +22,14 @@ from typing import Any
 
 import attrs
 
-from ..journal import JournalEntry, JournalHeader, JournalReader, RejectedLine, open_journal_bytes
+from ..journal import (
+    JournalEntry,
+    JournalHeader,
+    JournalReader,
+    JournalRecord,
+    RejectedLine,
+    open_journal_bytes,
+)
 from ._outputs import Row
 
 __all__ = [
@@ -199,7 +206,11 @@ class NsStats:
     first_gap: tuple[int, int] | None = None
 
     def see(self, entry: JournalEntry) -> None:
-        if isinstance(entry, JournalHeader):
+        if type(entry) is JournalRecord:
+            self.records += 1
+            if entry.at_ms > self.last_ms:
+                self.last_ms = entry.at_ms
+        elif isinstance(entry, JournalHeader):
             self.headers += 1
             self.last_ms = max(self.last_ms, entry.start_ms)
         else:

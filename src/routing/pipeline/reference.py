@@ -122,6 +122,17 @@ def lines_of(sources: Sources, notes: list[Row] | None = None
     return iter_lines(expand_local(paths), notes)
 
 
+def _seen(reading: NsReading, entry: JournalEntry) -> JournalEntry:
+    """Count an already decoded entry in its name server's stats."""
+    stats = reading.stats.get(entry.nameserver_id)
+    if stats is None and isinstance(entry, JournalHeader):
+        stats = reading.stats[entry.nameserver_id] = NsStats(
+            ns=entry.nameserver_id, first_ms=entry.start_ms, last_ms=entry.start_ms)
+    if stats is not None:
+        stats.see(entry)
+    return entry
+
+
 def analyze_local(sources: Sources, *, at: Sequence[int] = (),
                   strict: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Every output table as a list of rows (dicts), each sorted by the table's key.
@@ -143,27 +154,23 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
 
     notes: list[Row] = []
     source = lines_of(sources, notes)
+    feed = reading.feed
     for item in source:
-        if isinstance(item, JournalHeader | JournalRecord):
-            entry: JournalEntry | None = item
-            where = ("<entries>", item.seq, "")
-            stats = reading.stats.get(item.nameserver_id)
-            if stats is None and isinstance(item, JournalHeader):
-                stats = reading.stats[item.nameserver_id] = NsStats(
-                    ns=item.nameserver_id, first_ms=item.start_ms, last_ms=item.start_ms)
-            if stats is not None:
-                stats.see(item)
+        if isinstance(item, tuple):  # (source name, line number, text): the common case
+            where: tuple[str, int, str] = item
+            entry = feed(item[2], item[0], item[1])
         else:
-            name, number, text = item
-            where = (name, number, text)
-            entry = reading.feed(text, name, number)
+            where = ("<entries>", item.seq, "")
+            entry = _seen(reading, item)
         if entry is None:
             continue
         deriver = derivers.get(entry.nameserver_id)
         if deriver is None:
             deriver = derivers[entry.nameserver_id] = ReplayDeriver(
                 entry.nameserver_id, 0, end_ms=0)
-        take(deriver.apply(entry, where))
+        rows = deriver.apply(entry, where)
+        if rows != ():  # a steady re-registration produces nothing
+            take(rows)
     for ns, deriver in derivers.items():
         stats = reading.stats.get(ns)
         deriver.end_ms = stats.last_ms if stats is not None else 0
