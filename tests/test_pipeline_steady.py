@@ -27,40 +27,40 @@ from routing.sim import SimConfig, simulate
 def full_replay() -> Iterator[dict[str, int]]:
     """Every record through the full path; counts the renewals that were refused."""
     calls = {"renew": 0}
-    real_renew, real_init = Replayer.renew, JournalReader.__init__
+    real_renew, real_init = Replayer.renew_call, JournalReader.__init__
 
-    def no_renew(self: Replayer, record: Any) -> bool:
+    def no_renew(self: Replayer, *args: Any) -> bool:
         calls["renew"] += 1
         return False
 
     def parse_all(self: JournalReader, *, remember: bool = True) -> None:
         real_init(self, remember=False)
 
-    Replayer.renew = no_renew  # type: ignore[method-assign]
+    Replayer.renew_call = no_renew  # type: ignore[method-assign]
     JournalReader.__init__ = parse_all  # type: ignore[method-assign]
     try:
         yield calls
     finally:
-        Replayer.renew = real_renew  # type: ignore[method-assign]
+        Replayer.renew_call = real_renew  # type: ignore[method-assign]
         JournalReader.__init__ = real_init  # type: ignore[method-assign]
 
 
 def renewals(journals: Any) -> int:
     """How many records the fast path took."""
     count = 0
-    real = Replayer.renew
+    real = Replayer.renew_call
 
-    def counting(self: Replayer, record: Any) -> bool:
+    def counting(self: Replayer, *args: Any) -> bool:
         nonlocal count
-        done = real(self, record)
+        done = real(self, *args)
         count += done
         return done
 
-    Replayer.renew = counting  # type: ignore[method-assign]
+    Replayer.renew_call = counting  # type: ignore[method-assign]
     try:
         analyze_local(journals)
     finally:
-        Replayer.renew = real  # type: ignore[method-assign]
+        Replayer.renew_call = real  # type: ignore[method-assign]
     return count
 
 

@@ -216,6 +216,43 @@ class JournalReader:
 
     # ------------------------------------------------------------------ known rests
 
+    def steady(self, text: str, ns: str | None = None
+               ) -> tuple[str, int, int, Register, _Known] | None:
+        """Accept a remembered ``register`` line that follows its name server's last accepted
+        record (next sequence number, time not going back nor jumping) and return its name
+        server, seq, time, call and decoding; any other line: None, nothing changed (`feed`
+        it). The same verdict and state change as `feed`, without building the
+        `JournalRecord` (`record_of` builds it when wanted). With ``ns``, only a line of
+        that name server. O(1)."""
+        if not self._remember_rests or not text.isascii():
+            return None
+        line = text.rstrip("\r\n")
+        prefix = _PREFIX.match(line)
+        if prefix is None:
+            return None
+        name, seq_text, ts_text = prefix.groups()
+        state = self._ns.get(name)
+        if state is None or (ns is not None and name != ns):
+            return None
+        known = state.known.get(line[prefix.end():])
+        if known is None or known.call is not None:  # a register keeps no call
+            return None
+        seq, ts = int(seq_text), int(ts_text)
+        last_ts = state.last_ts
+        if seq != state.last_seq + 1 or not last_ts <= ts <= last_ts + MAX_TS_JUMP_MS:
+            return None
+        call = self._built(state, known.table_id, state.tables[known.table_id], known.channel)
+        state.last_seq, state.last_ts, state.jump = seq, ts, None
+        return name, seq, ts, call, known
+
+    @staticmethod
+    def record_of(hit: tuple[str, int, int, Register, _Known]) -> JournalRecord:
+        """The `JournalRecord` of a line `steady` accepted."""
+        ns, seq, ts, call, known = hit
+        return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=call,
+                             cluster=known.cluster, broker_name=known.broker_name,
+                             broker_addr=known.broker_addr)
+
     def remembered_name(self, text: str) -> str | None:
         """The name server of a line whose text after the ``ns``/``seq``/``ts`` prefix is a
         remembered rest of that name server (its key is then known without a parse), else

@@ -94,10 +94,12 @@ class Replayer:
         call = record.call
         if type(call) is not Register:
             return False
-        manager = self._managers.get(record.nameserver_id)
-        if manager is None:
-            return False
-        return (self._clocks[record.nameserver_id].move_to(record.at_ms)
+        return self.renew_call(record.nameserver_id, record.at_ms, call)
+
+    def renew_call(self, ns: str, at_ms: int, call: Register) -> bool:
+        """`renew` of a record given as its name server, time and call."""
+        manager = self._managers.get(ns)
+        return (manager is not None and self._clocks[ns].move_to(at_ms)
                 and manager.renew(call.registration) is not None)
 
     def apply(self, entry: JournalEntry) -> ReplayEvent:

@@ -97,17 +97,24 @@ class ReplayDeriver:
         """Replay one entry; return the rows it produces (lazily).
 
         A steady re-registration (the bulk of a journal: a broker re-sending the table it
-        last sent) goes through `Replayer.renew` in O(1) and produces no row, only its
-        session's refresh: what the full replay would derive from its event."""
-        if type(entry) is JournalRecord and type(entry.call) is Register:
-            reg = entry.call.registration
-            session = self.sessions.get((reg.cluster, reg.broker_addr))
-            if (session is not None and session.broker_id == reg.broker_id
-                    and session.broker_name == reg.broker_name
-                    and self.replayer.renew(entry)):
-                session.refresh(entry.at_ms)
-                return ()
+        last sent) goes through `renew` and produces no row."""
+        if type(entry) is JournalRecord and type(entry.call) is Register and self.renew(
+                entry.call, entry.at_ms):
+            return ()
         return self._apply(entry, where, primary)
+
+    def renew(self, call: Register, at_ms: int) -> bool:
+        """Replay a ``register`` through `Replayer.renew_call` (O(1)) when it is steady,
+        refreshing its session (what the full replay derives from its event), and return
+        True; else change nothing but the clock and return False (then `apply` it)."""
+        reg = call.registration
+        session = self.sessions.get((reg.cluster, reg.broker_addr))
+        if (session is not None and session.broker_id == reg.broker_id
+                and session.broker_name == reg.broker_name
+                and self.replayer.renew_call(self.ns, at_ms, call)):
+            session.refresh(at_ms)
+            return True
+        return False
 
     def _apply(self, entry: JournalEntry, where: SourceRef,
                primary: bool) -> Iterator[Emitted]:

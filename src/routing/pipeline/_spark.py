@@ -40,7 +40,7 @@ from typing import Any
 
 import attrs
 
-from ..journal import JournalReader
+from ..journal import JournalEntry, JournalReader
 from ._lifetime import Removals, session_removals
 from ._outputs import Emitted, ReplayDeriver, Row
 from ._plan import component_count, components, nodes_of, replay_entry
@@ -218,23 +218,31 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
             deriver.end_ms = reading.stats[deriver.ns].last_ms
             yield from _tag_rows(deriver.finish())
 
-    remembered = reading.reader.remembered_name
+    remembered, steady = reading.reader.remembered_name, reading.steady
     tuples = batches if rows else _rows_of(
         batches, ("order_a", "source", "line", "text", "raw", "ns_key"))
+    entry: JournalEntry | None
     for order, source, line, text, raw, ns_key in tuples:
         if source is None:
             source = paths[order]
         if ns_key != current:
             yield from finish(current)
             current = ns_key
-        if raw is not None:  # not UTF-8: rejected before any state is read
-            text, own = decode_line(raw), None
+        hit = steady(text, ns_key) if replay and raw is None else None
+        if hit is not None:  # a remembered re-registration of this name server, in order
+            steady_deriver = derivers.get(ns_key)
+            if steady_deriver is not None and steady_deriver.renew(hit[3], hit[2]):
+                continue
+            entry = reading.reader.record_of(hit)
         else:
-            own = remembered(text) or line_key(text)[0]
-        if own is not None and own != ns_key:
-            yield {"kind": "misrouted", "ns": own, "source": source, "line": line}
-            continue
-        entry = reading.feed(text, source, line, keyed=own is not None)
+            if raw is not None:  # not UTF-8: rejected before any state is read
+                text, own = decode_line(raw), None
+            else:
+                own = remembered(text) or line_key(text)[0]
+            if own is not None and own != ns_key:
+                yield {"kind": "misrouted", "ns": own, "source": source, "line": line}
+                continue
+            entry = reading.feed(text, source, line, keyed=own is not None)
         if reading.rejected:  # hand them on at once: memory stays O(state), not O(lines)
             yield from _tag_rows(("rejected", row) for row in reading.rejected)
             reading.rejected.clear()

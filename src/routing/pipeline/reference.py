@@ -154,11 +154,19 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
 
     notes: list[Row] = []
     source = lines_of(sources, notes)
-    feed = reading.feed
+    feed, steady = reading.feed, reading.steady
+    entry: JournalEntry | None
     for item in source:
         if isinstance(item, tuple):  # (source name, line number, text): the common case
             where: tuple[str, int, str] = item
-            entry = feed(item[2], item[0], item[1])
+            hit = steady(item[2])
+            if hit is not None:  # a remembered re-registration, accepted in order
+                steady_deriver = derivers.get(hit[0])
+                if steady_deriver is not None and steady_deriver.renew(hit[3], hit[2]):
+                    continue
+                entry = reading.reader.record_of(hit)
+            else:
+                entry = feed(item[2], item[0], item[1])
         else:
             where = ("<entries>", item.seq, "")
             entry = _seen(reading, item)
