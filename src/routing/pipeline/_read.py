@@ -42,6 +42,7 @@ __all__ = [
     "expand_local",
     "is_parquet_path",
     "iter_lines",
+    "raw_lines",
     "line_key",
     "name_server_rows",
     "rejected_counts",
@@ -176,15 +177,27 @@ def _text_lines(path: str, notes: list[Row]) -> Iterator[tuple[str, int, str]]:
     import zlib
 
     number = 0
-    with open_journal_bytes(path) as handle:
-        try:
-            for number, raw in enumerate(handle, start=1):
-                yield path, number, decode_line(raw.rstrip(b"\n"))
-        except (EOFError, OSError, zlib.error) as exc:
-            notes.append(file_row(path, number + 1, "read", truncated_reason(exc)))
-            return
+    try:
+        for number, text, raw in raw_lines(path):
+            yield path, number, text if text is not None else decode_line(raw or b"")
+    except (EOFError, OSError, zlib.error) as exc:
+        notes.append(file_row(path, number + 1, "read", truncated_reason(exc)))
+        return
     if number == 0:
         notes.append(file_row(path, 0, "read", EMPTY_REASON))
+
+
+def raw_lines(path: str) -> Iterator[tuple[int, str | None, bytes | None]]:
+    """``(number, text, None)`` per line of a local journal file, or ``(number, None, raw)``
+    for a line that is not UTF-8; split on ``\n`` only (as Spark does), gzip recognised by
+    its magic bytes. A damaged gzip file raises where it ends."""
+    with open_journal_bytes(path) as handle:
+        for number, raw in enumerate(handle, start=1):
+            raw = raw.rstrip(b"\n")
+            try:
+                yield number, raw.decode("utf-8"), None
+            except UnicodeDecodeError:
+                yield number, None, raw
 
 
 def truncated_reason(exc: BaseException) -> str:

@@ -6,15 +6,15 @@ Stages (every Python step calls the same code as `routing.pipeline.reference`):
    numbers computed on the JVM; a regex (records as the recorder writes them) or one
    ``from_json`` with an explicit schema (other lines) names a line's name server.
 2. **Read and replay.** When each local journal file holds one name server (the
-   recorder's layout), each file is one task read in order (`_file_step`): no shuffle,
-   Python numbers the lines; a line of another name server sends the run to the general
-   path below. General path (``partition="ns"``, the default): lines
-   are hash-partitioned by name server (a salt spreads the name servers over tasks) and
-   sorted into reading order; one `JournalReader` and one `ReplayDeriver` per name server
-   stream them (the reader's state is per name server, so this equals reading everything
-   in one process). Each task checks the JVM's key against Python's own (O(1) for a
-   remembered periodic record, else a parse); if they ever disagree the stage is redone
-   with Python's keys.
+   recorder's layout), each file is one task that its Python worker reads itself, in
+   order (`_local_file_step`): the text never crosses into the JVM, no shuffle; a line of
+   another name server sends the run to the general path below. General path
+   (``partition="ns"``, the default): lines are hash-partitioned by name server (a salt
+   spreads the name servers over tasks) and sorted into reading order; one
+   `JournalReader` and one `ReplayDeriver` per name server stream them (the reader's
+   state is per name server, so this equals reading everything in one process). Each
+   task checks the JVM's key against Python's own (O(1) for a remembered periodic record,
+   else a parse); if they ever disagree the stage is redone with Python's keys.
 3. With ``partition="group"``, stage 2 only reads, and the accepted lines are replayed per
    (name server, broker-group component) of ``_plan.py`` (entries touching the whole name
    server are copied to every component), sorted by sequence number.
@@ -50,9 +50,10 @@ from ._read import (
     decode_line,
     line_key,
     name_server_rows,
+    raw_lines,
 )
 from ._schema import TABLES, sort_rows
-from ._spark_read import file_lines, read, read_lines, to_parquet, whole_file_bytes
+from ._spark_read import read, read_lines, to_parquet
 from ._topics import Contribution, sweep_topic
 from .reference import RejectedRecords, gap_messages
 
@@ -179,24 +180,25 @@ def _read_step(replay: bool, paths: Mapping[int, str]
     return step
 
 
-def _file_step(paths: Mapping[int, str], names: Mapping[int, str]
-               ) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """Stage 2 on whole files (`_spark_read.file_lines`): number each file's lines, expect
-    every keyed line to belong to the name server of the file's first line, and read and
-    replay as `_read_rows` does. A line of another name server comes out ``misrouted``
-    (the driver then takes the shuffled path)."""
+def _local_file_step(paths: Mapping[int, str], names: Mapping[int, str]
+                     ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """Stage 2 on whole local files, read by the Python worker itself: a task's rows are
+    positions (``id``) in the sorted file indexes of ``names``; each file is read in order
+    (`_read.raw_lines`, as the reference reads it) and replayed as `_read_rows` does. The
+    JVM neither scans the text nor hands it over (the lines never cross into Arrow), so a
+    record costs only its Python work."""
     paths, names = dict(paths), dict(names)
+    keys = sorted(names)  # task row ``id`` i reads file ``keys[i]``
 
-    def numbered(batches: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-        counts: dict[int, int] = {}
-        for order, block, text, raw in _rows_of(batches, ("order_a", "block", "text", "raw")):
-            if block != 0:  # never number a split that does not start its file
-                raise AssertionError(f"{paths[order]} was split (a range starts at {block})")
-            line = counts[order] = counts.get(order, 0) + 1
-            yield order, None, line, text, raw, names[order]
+    def lines(batches: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
+        for (index,) in _rows_of(batches, ("id",)):
+            order = keys[index]
+            path, ns = paths[order], names[order]
+            for number, text, raw in raw_lines(path):
+                yield order, path, number, text, raw, ns
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_read_rows(numbered(batches), True, paths, rows=True))
+        return _to_batches(_read_rows(lines(batches), True, paths, rows=True))
 
     return step
 
@@ -403,31 +405,16 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
 
     stage2 = None
     if found.whole_files is not None and partition == "ns":
-        # One journal file per name server: each file is one task, read in order; no
-        # shuffle, no sort, line numbers counted in Python.
+        # One local journal file per name server: each file is one task, read in order by
+        # its Python worker; no shuffle, no sort, the text never crosses into the JVM.
         say("reading journals (one task per journal file)")
-        # one split per file: no byte ranges, and no splitting to reach the minimum
-        # partition count (bytes per core = the file)
-        confs = {"spark.sql.files.maxPartitionBytes": str(whole_file_bytes(found)),
-                 "spark.sql.files.minPartitionNum": "1"}
-        before = {key: spark.conf.get(key, None) for key in confs}
-        for key, value in confs.items():
-            spark.conf.set(key, value)
-        try:
-            files = file_lines(spark, found)
-            if files.rdd.getNumPartitions() == len(found.whole_files):
-                stage2 = keep(files.mapInArrow(
-                    _file_step(found.paths, found.whole_files), _WIDE_DDL))
-                if misrouted(stage2):  # some file holds another name server's lines
-                    stage2.unpersist()
-                    persisted.remove(stage2)
-                    stage2 = None
-        finally:
-            for key, value in before.items():
-                if value is None:
-                    spark.conf.unset(key)
-                else:
-                    spark.conf.set(key, value)
+        files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
+        stage2 = keep(files.mapInArrow(
+            _local_file_step(found.paths, found.whole_files), _WIDE_DDL))
+        if misrouted(stage2):  # some file holds another name server's lines
+            stage2.unpersist()
+            persisted.remove(stage2)
+            stage2 = None
     if stage2 is None:
         count, salt = _salted_partitions(spark, names)
         say("reading journals (one task per name server)")

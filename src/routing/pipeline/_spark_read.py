@@ -34,7 +34,7 @@ from ._read import (
     line_key,
 )
 
-__all__ = ["SPLITS_PER_FILE", "Lines", "file_lines", "has_scheme", "read", "read_lines",
+__all__ = ["SPLITS_PER_FILE", "Lines", "has_scheme", "read", "read_lines",
            "to_parquet"]
 
 
@@ -276,31 +276,6 @@ def read(spark: Any, sources: Any) -> Lines:
     for more in bare[1:]:
         union = union.unionByName(more)
     return Lines(lines, union, names, notes, paths, whole)
-
-
-def file_lines(spark: Any, found: Lines) -> Any:
-    """The lines of `Lines.whole_files`, one partition per file in file order (``order_a,
-    block, text, raw``; Python numbers them, ``block`` must be 0): while this frame is
-    computed ``spark.sql.files.maxPartitionBytes`` must be at least the largest file
-    (`whole_file_bytes`) and ``spark.sql.files.minPartitionNum`` 1."""
-    from pyspark.sql import functions as F
-
-    assert found.whole_files is not None
-    valid = F.expr("is_valid_utf8(value)")
-    frames = [spark.read.option("lineSep", "\n").text(found.paths[i]).select(
-        F.lit(i).cast("long").alias("order_a"), F.input_file_block_start().alias("block"),
-        F.when(valid, F.col("value")).alias("text"),
-        F.when(~valid, F.col("value").cast("binary")).alias("raw"))
-        for i in sorted(found.whole_files)]
-    union = frames[0]
-    for more in frames[1:]:
-        union = union.unionByName(more)
-    return union
-
-
-def whole_file_bytes(found: Lines) -> int:
-    """A ``maxPartitionBytes`` that keeps every file of ``found`` in one partition."""
-    return max(os.path.getsize(p) for p in found.paths.values()) + 1
 
 
 def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
