@@ -140,13 +140,28 @@ def _parsed_route(text: str) -> TopicRouteData:
     return TopicRouteData.from_json(text)
 
 
+def _answer_of(parts: Mapping[int, str], since_ms: int) -> Answer:
+    """`Answer.of` the union of the partitions' routes (given as their canonical JSON).
+    One partition (every partition of ``--partition ns``): its text's answer, remembered
+    by text (`_single_answer`), so a route seen before costs no parse, merge or dump."""
+    if len(parts) == 1:
+        (text,) = parts.values()
+        return attrs.evolve(_single_answer(text), since_ms=since_ms)
+    return Answer.of(merge_routes(_parsed_route(parts[p]) for p in sorted(parts)), since_ms)
+
+
+@functools.lru_cache(maxsize=4096)
+def _single_answer(text: str) -> Answer:
+    return Answer.of(_parsed_route(text), None)
+
+
 class _Server:
     """One name server's state in the sweep: partition parts and its answer."""
 
     __slots__ = ("answer", "parts", "window")
 
     def __init__(self, window: tuple[int, int]) -> None:
-        self.parts: dict[int, TopicRouteData] = {}
+        self.parts: dict[int, str] = {}  # partition -> its route's canonical JSON
         self.answer = _ABSENT
         self.window = window  # [start, end] of the journal, ms
 
@@ -211,9 +226,9 @@ class TopicSweep:
                 if c.route_json is None:
                     server.parts.pop(c.part, None)
                 else:
-                    server.parts[c.part] = _parsed_route(c.route_json)
+                    server.parts[c.part] = c.route_json
                 i += 1
-            answer = Answer.of(merge_routes(server.parts[p] for p in sorted(server.parts)), t)
+            answer = _answer_of(server.parts, t)
             if (answer.present, answer.digest) == (server.answer.present, server.answer.digest):
                 continue
             server.answer = answer
