@@ -199,3 +199,61 @@ def test_clock_stepping_back_is_treated_as_standing_still():
     live = mgr.live_brokers()[r.BrokerAddr(cluster="c1", addr="h:1")]
     assert live.last_update_timestamp == 100
     mgr.check_invariants()
+
+
+def test_keep_alives_and_the_scan_treat_a_clock_stepping_back_as_standing_still():
+    """heartbeat, query_data_version and scan_expired read the clock on their own paths
+    (not through the writes' shared read); a reading below the last one counts as the last."""
+
+    class Scripted:
+        def __init__(self) -> None:
+            self.now = 1_000
+
+        def now_ms(self) -> int:
+            return self.now
+
+    clock = Scripted()
+    mgr = r.RouteInfoManager(clock=clock)
+    mgr.register(reg("a", 0, "h:1"))
+    mgr.register(reg("b", 0, "h:2"))
+    clock.now = 5_000
+    assert mgr.heartbeat(cluster="c1", broker_addr="h:1")
+    clock.now = 2_000  # steps back: every path below acts at 5 000
+    assert mgr.heartbeat(cluster="c1", broker_addr="h:2")
+    answer = mgr.query_data_version(cluster="c1", broker_addr="h:2",
+                                    data_version=r.DataVersion(counter=1))
+    assert not answer.changed and answer.stored == r.DataVersion(counter=1)
+    assert mgr.scan_expired() == ()
+    lives = mgr.live_brokers()
+    assert [lives[r.BrokerAddr(cluster="c1", addr=a)].last_update_timestamp
+            for a in ("h:1", "h:2")] == [5_000, 5_000]
+    clock.now = 125_000  # 5 000 + the 120 000 ms timeout: alive at exactly the deadline
+    assert mgr.scan_expired() == ()
+    clock.now = 3_000  # back again: the scan still counts 125 000
+    assert mgr.scan_expired() == ()
+    clock.now = 125_001
+    assert sorted(e.broker_addr for e in mgr.scan_expired()) == ["h:1", "h:2"]
+    mgr.check_invariants()
+
+
+def test_query_data_version_compares_every_field_and_the_class():
+    """The field-by-field comparison of the keep-alive path answers as ``==`` does."""
+
+    class Derived(r.DataVersion):
+        pass
+
+    mgr = r.RouteInfoManager(clock=r.ManualClock(start_ms=0))
+    stored = r.DataVersion(state_version=1, timestamp=10, counter=2)
+    mgr.register(reg("a", 0, "h:1", version=stored))
+
+    def changed(version: r.DataVersion) -> bool:
+        return mgr.query_data_version(cluster="c1", broker_addr="h:1",
+                                      data_version=version).changed
+
+    assert not changed(stored)
+    assert not changed(r.DataVersion(state_version=1, timestamp=10, counter=2))
+    assert changed(r.DataVersion(state_version=0, timestamp=10, counter=2))
+    assert changed(r.DataVersion(state_version=1, timestamp=11, counter=2))
+    assert changed(r.DataVersion(state_version=1, timestamp=10, counter=3))
+    derived = Derived(state_version=1, timestamp=10, counter=2)
+    assert changed(derived) is (derived != stored)

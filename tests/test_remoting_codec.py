@@ -307,3 +307,42 @@ def test_random_json_headers_raise_only_protocol_errors(doc: dict[str, object]) 
     except ProtocolError:
         return
     assert decode(encode(cmd)) == cmd
+
+
+@pytest.mark.parametrize("text", [
+    '{"code":103}', '  {"a": [1, 2, {"b": null}]} \r\n\t', "", " ", '{"a":1} x', "\ufeff{}",
+    '{"a":', "[1,2", '"x"', '{"a":NaN}', '{"a":"\\ud800"}', "1e999", '{"a" 1}', '{"a":1,}',
+    "{}{}", "\n", '{"extFields":{"k":"v","n":1,"f":1.5,"b":true,"z":null}}',
+])
+def test_header_json_parses_as_json_loads(text):
+    """The header decoder calls json's scanner directly: same values, same errors."""
+    from routing.remoting._codec import _loads
+
+    try:
+        expected = ("ok", json.dumps(json.loads(text)))
+    except ValueError as exc:
+        expected = ("error", str(exc))
+    try:
+        got = ("ok", json.dumps(_loads(text)))
+    except ValueError as exc:
+        got = ("error", str(exc))
+    assert got == expected
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+                    max_leaves=8),
+       st.sampled_from(["", " ", "\n\t "]), st.sampled_from(["", " x", "\r\n"]))
+def test_header_json_parses_any_document_as_json_loads(doc, before, after):
+    from routing.remoting._codec import _loads
+
+    text = before + json.dumps(doc) + after
+    try:
+        expected: object = json.loads(text)
+    except ValueError as exc:
+        expected = str(exc)
+    try:
+        got: object = _loads(text)
+    except ValueError as exc:
+        got = str(exc)
+    assert got == expected

@@ -22,9 +22,10 @@ refuses further input; the host then closes the connection, as Java's ``NettyDec
 from __future__ import annotations
 
 import json
+import re
 import struct
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import attrs
 
@@ -269,7 +270,7 @@ def encode(command: RemotingCommand) -> bytes:
 
 def _text(raw: bytes | memoryview) -> str:
     # Java's readCharSequence replaces malformed UTF-8 rather than failing.
-    return bytes(raw).decode("utf-8", errors="replace")
+    return str(raw, "utf-8", "replace")  # reads the buffer in place: no bytes copy
 
 
 def _decode_binary_header(frame: memoryview, start: int, end: int,
@@ -330,11 +331,35 @@ def _ext_value(key: str, value: Any) -> str | None:
     raise ProtocolError(f"malformed header JSON: extFields[{key!r:.40}] is not a scalar")
 
 
+#: The standard decoder's scanner (json.scanner's C one where built): text, start ->
+#: (value, end), StopIteration(start) when no value starts there.
+_scan_once: Callable[[str, int], tuple[Any, int]] = (
+    json.JSONDecoder().scan_once)  # type: ignore[attr-defined]  # not in typeshed
+#: json.decoder.WHITESPACE; it matches at any position (possibly the empty string)
+_blank = cast(Callable[[str, int], "re.Match[str]"], re.compile(r"[ \t\n\r]*").match)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)`` for a str, without its three Python-level calls: the
+    standard decoder's scanner on the text between leading and trailing whitespace.
+    Raises `json.JSONDecodeError` (a ValueError) as ``json.loads`` does. O(len(text))."""
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    try:
+        doc, end = _scan_once(text, _blank(text, 0).end())
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    end = _blank(text, end).end()
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return doc
+
+
 def _decode_json_header(raw: memoryview,
                         ) -> tuple[int, LanguageCode, int, int, int, str | None, dict[str, str]]:
     text = _text(raw)
     try:
-        doc = json.loads(text)
+        doc = _loads(text)
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"malformed header JSON ({exc})") from None
     if not isinstance(doc, dict):
