@@ -142,6 +142,17 @@ def test_decoder_holds_partial_frames() -> None:
     (frame(b'{"language":"JAVA"}'), "'code' must be a 32-bit integer"),
     (frame(b'{"code":"105"}'), "'code' must be a 32-bit integer"),
     (frame(b'{"code":4294967296}'), "'code' must be a 32-bit integer"),
+    (frame(b'{"code":true}'), "'code' must be a 32-bit integer"),
+    (frame(b'{"code":1,"language":1.5}'), "language 1.5"),
+    (frame(b'{"code":1,"language":true}'), "language True"),
+    (frame(b'{"code":1,"language":null}'), "language None"),
+    (frame(b'{"code":1,"version":"1"}'), "'version' must be a 32-bit integer"),
+    (frame(b'{"code":1,"version":null}'), "'version' must be a 32-bit integer"),
+    (frame(b'{"code":1,"opaque":2147483648}'), "'opaque' must be a 32-bit integer"),
+    (frame(b'{"code":1,"flag":-2147483649}'), "'flag' must be a 32-bit integer"),
+    (frame(b'{"code":1,"flag":1.0}'), "'flag' must be a 32-bit integer"),
+    (frame(b'{"code":1,"version":"x","opaque":"y"}'), "'version' must be"),  # first bad one
+    (frame(b'{"code":1,"opaque":"y","remark":5}'), "remark must be a string"),
     (frame(b'{"code":1,"extFields":[1]}'), "extFields must be an object"),
     (frame(b'{"code":1,"extFields":{"a":{"b":1}}}'), "is not a scalar"),
     (frame(b'{"code":1,"remark":5}'), "remark must be a string"),
@@ -346,3 +357,17 @@ def test_header_json_parses_any_document_as_json_loads(doc, before, after):
     except ValueError as exc:
         got = str(exc)
     assert got == expected
+
+
+@pytest.mark.parametrize(("header", "language", "version", "opaque", "flag"), [
+    (b'{"code":1}', LanguageCode.JAVA, 0, 0, 0),
+    (b'{"code":1,"language":"GO","version":-5,"opaque":2147483647,"flag":-2147483648}',
+     LanguageCode.GO, -5, 2147483647, -2147483648),
+    (b'{"code":1,"language":"KLINGON"}', LanguageCode.OTHER, 0, 0, 0),
+    (b'{"code":1,"language":9}', LanguageCode(9), 0, 0, 0),
+    (b'{"code":1,"language":250}', LanguageCode.OTHER, 0, 0, 0),
+])
+def test_json_header_fields_decode(header, language, version, opaque, flag):
+    [cmd] = FrameDecoder().feed(frame(header))
+    assert (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag) == (
+        1, language, version, opaque, flag)
