@@ -9,8 +9,8 @@ class of the manager, split from it by responsibility; it holds no state of its 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
+from ._clock import Clock
 from ._messages import VersionAnswer
 from ._state import Live, LiveKey, State
 from ._validate import check_addr, check_name, fail
@@ -22,15 +22,16 @@ __all__ = ["KeepAlive"]
 class KeepAlive:
     """``heartbeat`` and ``query_data_version``, and the clock read every write shares.
 
-    The attributes below are set by `RouteInfoManager.__init__`. The hot paths take the
-    lock through the bound ``acquire``/``release`` (a ``with`` statement costs about
-    100 ns more per call on CPython 3.11) and read the clock through its bound method.
+    The attributes below are set by `RouteInfoManager.__init__`. The hot paths call the
+    lock's ``acquire``/``release`` in a ``try``/``finally`` instead of a ``with`` statement:
+    on CPython 3.11 here that is 100–200 ns less per call (``with`` looks up and calls
+    ``__enter__``/``__exit__``, the latter with three arguments). Calling them through
+    the attribute chain (``self._lock.acquire()``) measured faster than through bound
+    methods stored on the instance; the clock's read costs the same either way.
     """
 
     _lock: threading.RLock
-    _acquire: Callable[[], bool]
-    _release: Callable[[], None]
-    _read_clock: Callable[[], int]
+    _clock: Clock
     _last_now: int
     _state: State
     _live: dict[LiveKey, Live]
@@ -43,14 +44,14 @@ class KeepAlive:
         if type(data_version) is not DataVersion and not isinstance(data_version, DataVersion):
             fail("data_version", data_version, "a DataVersion")
         key = (cluster, broker_addr)
-        self._acquire()
+        self._lock.acquire()
         try:
             try:
                 live = self._live.get(key)
             except TypeError:  # unhashable input: validation below names it
                 live = None
             if live is not None:
-                now = self._read_clock()  # self._now(), inlined
+                now = self._clock.now_ms()  # self._now(), inlined
                 last = self._last_now
                 if now < last:
                     now = last
@@ -69,7 +70,7 @@ class KeepAlive:
                     return answer
                 return VersionAnswer(changed=True, stored=stored)
         finally:
-            self._release()
+            self._lock.release()
         self._known_key(cluster, broker_addr)  # unknown: raises if invalid (D7)
         return VersionAnswer(changed=True, stored=None)
 
@@ -79,14 +80,14 @@ class KeepAlive:
         a clock read and a move to the end of the broker's deadline bucket (Java: one
         field store); an unknown key is validated (D7) after."""
         key = (cluster, broker_addr)
-        self._acquire()
+        self._lock.acquire()
         try:
             try:
                 live = self._live.get(key)
             except TypeError:  # unhashable input: validation below names it
                 live = None
             if live is not None:
-                now = self._read_clock()  # self._now(), inlined: this is the hot path
+                now = self._clock.now_ms()  # self._now(), inlined: this is the hot path
                 last = self._last_now
                 if now < last:
                     now = last
@@ -98,13 +99,13 @@ class KeepAlive:
                 bucket.move_to_end(key)
                 return True
         finally:
-            self._release()
+            self._lock.release()
         self._known_key(cluster, broker_addr)
         return False
 
     def _now(self) -> int:
         """Read the clock once; a clock that steps back is treated as standing still."""
-        now = self._read_clock()
+        now = self._clock.now_ms()
         if now < self._last_now:
             return self._last_now
         self._last_now = now

@@ -80,11 +80,6 @@ class RouteInfoManager(KeepAlive):
         self._config = config if config is not None else RoutingConfig()
         self._listener = listener
         self._lock = threading.RLock()
-        # The keep-alive paths (heartbeat, query_data_version, an idle scan) take the lock
-        # with these bound methods and read the clock through a bound method: a ``with``
-        # statement and two attribute lookups cost about 100 ns more per call.
-        self._acquire, self._release = self._lock.acquire, self._lock.release
-        self._read_clock: Callable[[], int] = self._clock.now_ms
         self._state = State()
         self._live = self._state.live  # the hot paths' shortcut to the live table
         self._deadlines = self._state.deadlines
@@ -266,9 +261,9 @@ class RouteInfoManager(KeepAlive):
         comparison with the deadline index's lower bound, under the lock), plus
         O(I + T_b) per expired broker whose group disappears.
         """
-        self._acquire()
+        self._lock.acquire()
         try:
-            now = self._read_clock()  # self._now(), inlined: the idle scan is a hot path
+            now = self._clock.now_ms()  # self._now(), inlined: the idle scan is a hot path
             last = self._last_now
             if now < last:
                 now = last
@@ -279,7 +274,7 @@ class RouteInfoManager(KeepAlive):
                 return ()
             expired, event = self._expire(now)
         finally:
-            self._release()
+            self._lock.release()
         if event is not None:
             self._emit(event)
         return expired
