@@ -250,20 +250,27 @@ def memory(quick: bool) -> dict[str, Any]:
     out = core.measure_memory(core.Settings.of(quick))
     n = 1_000 if quick else 100_000
 
-    def diverse() -> tuple[object, int]:
-        mgr = r.RouteInfoManager(clock=r.ManualClock(start_ms=core.START_MS))
+    def diverse(side: str) -> tuple[object, int]:
+        clock = r.ManualClock(start_ms=core.START_MS)
+        mgr: Any = (r.RouteInfoManager(clock=clock) if side == "routing"
+                    else core.JavaRouteInfoManager(now_ms=clock.now_ms))
         for g in range(n // 1_000):
-            mgr.register(r.Registration(
+            reg = r.Registration(
                 cluster="CX", broker_name=f"g{g}", broker_id=0, broker_addr=core.addr_of(g),
                 enable_acting_master=False, data_version=r.DataVersion(counter=1),
                 topics={f"t{g}-{i}": r.TopicConfig(topic_name=f"t{g}-{i}",
                                                    read_queue_nums=1 + i,
                                                    write_queue_nums=1 + i)
-                        for i in range(1_000)}))
-        return mgr, n
+                        for i in range(1_000)})
+            if side == "routing":
+                mgr.register(reg)
+            else:
+                core.java_register(mgr, reg)
+        return (mgr, clock), n
 
-    size, units = core._retained_bytes(diverse)
-    out["routing"]["bytes_per_row_distinct_configs"] = size / units
+    for side in ("routing", "baseline"):
+        size, units = core._retained_bytes(lambda side=side: diverse(side))
+        out[side]["bytes_per_row_distinct_configs"] = size / units
     return out
 
 
@@ -323,10 +330,11 @@ def _summarise(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
             for who in ("routing", "baseline"):
                 lines.append(f"memory {side} ({who}): {mem[who]['bytes_per_broker']:,.0f} B per "
                              f"broker, {mem[who]['bytes_per_row']:,.0f} B per row")
-            distinct = mem["routing"].get("bytes_per_row_distinct_configs")
-            if distinct:
-                lines.append(f"memory {side} (routing): {distinct:,.0f} B per row when every "
-                             "topic has its own queue counts")
+            for who in ("routing", "baseline"):
+                distinct = mem[who].get("bytes_per_row_distinct_configs")
+                if distinct:
+                    lines.append(f"memory {side} ({who}): {distinct:,.0f} B per row when "
+                                 "every topic has its own queue counts")
     return lines
 
 
