@@ -353,6 +353,7 @@ class RouteInfoManager(KeepAlive):
                              last_update_ms=live.last_update)
 
     # ================================================================== liveness
+    # heartbeat and query_data_version: `KeepAlive` (_keepalive.py), the base class
 
     # ================================================================== routes
 
