@@ -1,9 +1,11 @@
 """One SparkSession for the whole test run (``research/pyspark-notes.md``: a session costs
 about 10 s once per process, then about 0.5 s per small job).
 
-``local[2]``, UI off, one or two shuffle partitions and the C1-only JIT with the serial GC
-(about 20 % faster on small jobs). Spark tests are marked ``spark`` and skip with the
-reason when Java 17+ or pyspark is missing, so the pure-Python suite still runs.
+``local[2,2]`` (a failed task is tried again once, as with the default ``local[*,2]``;
+plain ``local[2]`` would never retry), UI off, one or two shuffle partitions and the
+C1-only JIT with the serial GC (about 20 % faster on small jobs). Spark tests are marked
+``spark`` and skip with the reason when Java 17+ or pyspark is missing, so the
+pure-Python suite still runs.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def spark() -> Iterator[Any]:
     reason = _unavailable()
     if reason is not None:
         pytest.skip(f"needs pyspark and Java 17+: {reason}")
-    session = spark_session("local[2]", app_name="routing-tests", shuffle_partitions=2,
+    session = spark_session("local[2,2]", app_name="routing-tests", shuffle_partitions=2,
                             for_tests=True)
     yield session
     session.stop()

@@ -26,7 +26,8 @@ from routing.cli._analyze import analyze_command
 from routing.pipeline import RejectedRecords, analyze, analyze_local, to_parquet
 from routing.pipeline._scenarios import bad_folder, damage, operations, play
 from routing.pipeline._schema import TABLES, sort_rows
-from routing.pipeline._spark import read_lines, rows_equal
+from routing.pipeline._session import default_master
+from routing.pipeline._spark import KILL_WORKER_ENV, read_lines, rows_equal
 from routing.pipeline._summary import summarize_analysis, summarize_rows
 from routing.sim import SimConfig, simulate
 
@@ -137,6 +138,23 @@ def test_a_parquet_copy_reads_like_the_original_files(
     analysis = analyze(spark, str(copy), at=AT, partition="ns")
     got = analysis.collect()
     analysis.unpersist()
+    assert not rows_equal(sim_expected, got), _diff(sim_expected, got)
+
+
+def test_a_killed_python_worker_is_retried_and_the_tables_do_not_change(
+        spark: Any, sim_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        sim_expected: dict[str, list[dict[str, Any]]]) -> None:
+    """Fault injection: the first replay task exits its Python worker after sending its
+    first batch; Spark (``local[N,2]``, as the default master) runs the task again and
+    every table equals the reference's: no row is lost or counted twice."""
+    assert default_master() == "local[*,2]" or "SPARK_MASTER" in os.environ
+    assert spark.sparkContext.master == "local[2,2]"
+    marker = tmp_path / "killed"
+    monkeypatch.setenv(KILL_WORKER_ENV, str(marker))
+    analysis = analyze(spark, str(sim_dir), at=AT)
+    got = analysis.collect()
+    analysis.unpersist()
+    assert marker.exists()  # a worker did die
     assert not rows_equal(sim_expected, got), _diff(sim_expected, got)
 
 

@@ -99,7 +99,8 @@ def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
 @click.option("--out", "out_dir", default=None,
               help="Folder for the Parquet tables (any path Spark writes).")
 @click.option("--master", default=None, envvar="SPARK_MASTER",
-              help="Spark master URL [default: $SPARK_MASTER or local[*]].")
+              help="Spark master URL [default: $SPARK_MASTER or local[*,2]: all cores, a "
+                   "failed task retried once].")
 @click.option("--at", "at", multiple=True,
               help="Also report every route at this time (ms, T+H:MM:SS or ISO date-time); "
                    "repeatable.")

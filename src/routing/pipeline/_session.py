@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "DEFAULT_MASTER",
     "MIN_JAVA",
     "JavaInfo",
     "SparkUnavailable",
@@ -131,9 +132,18 @@ def check_pyspark() -> str:
     return str(pyspark.__version__)
 
 
+#: The embedded master: every core, and a failed task is tried again once. Spark's plain
+#: ``local[N]`` never retries a task (its task-failure limit is 1, whatever
+#: ``spark.task.maxFailures`` says); ``local[N,F]`` allows F attempts. Cluster masters
+#: (``spark://``, YARN, Kubernetes, ``local-cluster``) retry by ``spark.task.maxFailures``
+#: (default 4).
+DEFAULT_MASTER = "local[*,2]"
+
+
 def default_master() -> str:
-    """``$SPARK_MASTER`` if set, else ``local[*]`` (the embedded Spark)."""
-    return os.environ.get("SPARK_MASTER") or "local[*]"
+    """``$SPARK_MASTER`` if set, else `DEFAULT_MASTER` (the embedded Spark, ``local[*,2]``:
+    a failed task is retried once)."""
+    return os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
 
 
 def is_local_master(master: str) -> bool:
@@ -192,7 +202,7 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
                   conf: dict[str, str] | None = None) -> SparkSession:
     """A SparkSession set up as the notes require (see the module docstring).
 
-    ``master`` defaults to `default_master` (``$SPARK_MASTER`` or ``local[*]``).
+    ``master`` defaults to `default_master` (``$SPARK_MASTER`` or ``local[*,2]``).
     ``shuffle_partitions`` defaults to 2 × the local cores for local masters (Spark's own
     default, with adaptive execution, on a cluster). ``for_tests`` adds the C1-only JIT and
     serial GC flags (faster small jobs, slower big ones). ``ship_code`` (default: for

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -69,6 +70,28 @@ _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("prima
 _CONTRIB_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
                     ("part", "long"), ("route_json", "string"))
 _BATCH_ROWS = 2048
+
+#: Testing only (fault injection): a file path. The first replay task that runs while it is
+#: set creates that file (atomically: one task wins) after handing its first batch to Spark,
+#: then kills its own Python worker (``os._exit``); Spark must retry the task and the tables
+#: must not change. Read on the driver when `analyze` starts, so it needs no worker setup.
+KILL_WORKER_ENV = "ROUTING_TEST_KILL_WORKER_ONCE"
+
+
+def _killing_once(batches: Iterator[Any], marker: str | None) -> Iterator[Any]:
+    """``batches``; with a ``marker`` path (`KILL_WORKER_ENV`), the first task to create
+    it exits its Python worker right after its first batch went out."""
+    if not marker:
+        yield from batches
+        return
+    for n, batch in enumerate(batches):
+        yield batch
+        if n == 0:
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+            os._exit(17)  # the worker dies mid-task, its partial output already sent
 
 
 def _wide_columns() -> tuple[tuple[str, str], ...]:
@@ -168,20 +191,20 @@ def _tag_rows(emitted: Iterable[Emitted]) -> Iterator[dict[str, Any]]:
         yield tagged
 
 
-def _read_step(replay: bool, paths: Mapping[int, str]
+def _read_step(replay: bool, paths: Mapping[int, str], kill: str | None = None
                ) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """Stage 2b: one reader per task over lines sorted by (name server, reading order).
     With ``replay`` (``partition="ns"``), also replay and derive each whole name server;
     otherwise emit each accepted line with the nodes it touches."""
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_read_rows(batches, replay, paths))
+        return _killing_once(_to_batches(_read_rows(batches, replay, paths)), kill)
 
     return step
 
 
-def _local_file_step(paths: Mapping[int, str], names: Mapping[int, str]
-                     ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+def _local_file_step(paths: Mapping[int, str], names: Mapping[int, str],
+                     kill: str | None = None) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """Stage 2 on whole local files, read by the Python worker itself: a task's rows are
     positions (``id``) in the sorted file indexes of ``names``; each file is read in order
     (`_read.raw_lines`, as the reference reads it) and replayed as `_read_rows` does. The
@@ -198,7 +221,8 @@ def _local_file_step(paths: Mapping[int, str], names: Mapping[int, str]
                 yield order, path, number, text, raw, ns
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_read_rows(lines(batches), True, paths, rows=True))
+        return _killing_once(_to_batches(_read_rows(lines(batches), True, paths, rows=True)),
+                             kill)
 
     return step
 
@@ -265,12 +289,12 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
         yield {"kind": "stats", "ns": stats.ns, "payload": json.dumps(stats.to_json())}
 
 
-def _replay_step(spans: Mapping[str, tuple[int, int]]) -> Callable[[Iterable[Any]],
-                                                                     Iterator[Any]]:
+def _replay_step(spans: Mapping[str, tuple[int, int]], kill: str | None = None
+                 ) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """Stage 3: replay each (name server, component) of the task, lines in seq order."""
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_tag_rows(_replay_rows(batches, spans)))
+        return _killing_once(_to_batches(_tag_rows(_replay_rows(batches, spans))), kill)
 
     return step
 
@@ -325,7 +349,7 @@ def _python_key() -> Any:
 
 
 def _read_stage(keyed: Any, count: int, salt: int, replay: bool,
-                paths: Mapping[int, str]) -> Any:
+                paths: Mapping[int, str], kill: str | None = None) -> Any:
     """Stage 2: partition by name server, sort into reading order, read (and replay) in
     Python. A text file's ``source`` is sent as its input number (``order_a``), not as its
     path on every row."""
@@ -337,7 +361,7 @@ def _read_stage(keyed: Any, count: int, salt: int, replay: bool,
     return (keyed.repartition(count, F.col("ns_key"), F.lit(salt))
             .sortWithinPartitions("ns_key", "order_a", "order_b", "line")
             .select("order_a", source.alias("source"), "line", "text", "raw", "ns_key")
-            .mapInArrow(_read_step(replay, dict(paths)), _WIDE_DDL))
+            .mapInArrow(_read_step(replay, dict(paths), kill), _WIDE_DDL))
 
 
 def _salted_partitions(spark: Any, names: Sequence[str]) -> tuple[int, int]:
@@ -374,6 +398,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     if partition not in ("group", "ns"):
         raise ValueError(f"partition must be 'group' or 'ns', got {partition!r}")
     say = progress or (lambda _step: None)
+    kill = os.environ.get(KILL_WORKER_ENV) or None
     at = sorted({int(t) for t in at})
     persisted: list[Any] = []
 
@@ -410,7 +435,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         say("reading journals (one task per journal file)")
         files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
         stage2 = keep(files.mapInArrow(
-            _local_file_step(found.paths, found.whole_files), _WIDE_DDL))
+            _local_file_step(found.paths, found.whole_files, kill), _WIDE_DDL))
         if misrouted(stage2):  # some file holds another name server's lines
             stage2.unpersist()
             persisted.remove(stage2)
@@ -419,7 +444,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         count, salt = _salted_partitions(spark, names)
         say("reading journals (one task per name server)")
         stage2 = keep(_read_stage(lines.withColumn("ns_key", jvm_key), count, salt,
-                                  partition == "ns", found.paths))
+                                  partition == "ns", found.paths, kill))
     if misrouted(stage2):
         # Spark's JSON path and Python's json disagree on some line's name server (for
         # example duplicate keys): partition by the reader's own key instead.
@@ -428,7 +453,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         persisted.remove(stage2)
         keyed = lines.withColumn("ns_key", _python_key()("text"))
         count, salt = _salted_partitions(spark, names)
-        stage2 = keep(_read_stage(keyed, count, salt, partition == "ns", found.paths))
+        stage2 = keep(_read_stage(keyed, count, salt, partition == "ns", found.paths, kill))
     stats = [NsStats.from_json(json.loads(r["payload"]))
              for r in stage2.filter(F.col("kind") == "stats").select("payload").collect()]
     spans = {s.ns: (s.first_ms, s.last_ms) for s in stats}
@@ -463,7 +488,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
                         .sortWithinPartitions("ns", "comp", "seq")
                         .select("ns", "comp", "primary", "seq", "ts", "op", "source", "line",
                                 "text")
-                        .mapInArrow(_replay_step(spans), _WIDE_DDL))
+                        .mapInArrow(_replay_step(spans, kill), _WIDE_DDL))
         rows = replayed.unionByName(stage2.filter(F.col("kind") == "row"))
 
     def table(name: str, tagged: Any) -> Any:
