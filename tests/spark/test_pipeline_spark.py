@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from routing.cli._analyze import analyze_command
-from routing.pipeline import RejectedRecords, analyze, analyze_local, to_parquet
+from routing.pipeline import RejectedRecords, _spark_read, analyze, analyze_local, to_parquet
 from routing.pipeline._scenarios import bad_folder, damage, operations, play
 from routing.pipeline._schema import TABLES, sort_rows
 from routing.pipeline._session import default_master
@@ -175,6 +175,7 @@ def test_line_numbers_survive_files_split_into_many_partitions(
         assert df.rdd.getNumPartitions() > 5
         got = df.collect()
     finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         spark.conf.set("spark.sql.files.maxPartitionBytes", old)
     # a line that is not UTF-8 travels as bytes (its text null): Python decodes it
     assert [(r["line"], bytes(r["raw"])) for r in got if r["raw"] is not None] == [
@@ -339,3 +340,51 @@ def test_one_task_per_journal_file_when_each_file_holds_one_name_server(
         assert any("one task per journal file" in s for s in steps), steps
         assert any("one task per name server" in s for s in steps) == shuffled, steps
         assert expected["sessions"] and expected["route_changes"]
+
+
+def _tasks_of_group(spark: Any, group: str) -> list[int]:
+    """Tasks per stage of the jobs of a job group (Spark's status tracker)."""
+    tracker = spark.sparkContext.statusTracker()
+    tasks = []
+    for job in sorted(tracker.getJobIdsForGroup(group)):
+        info = tracker.getJobInfo(job)
+        for stage in sorted(info.stageIds if info else ()):
+            stage_info = tracker.getStageInfo(stage)
+            if stage_info is not None:
+                tasks.append(stage_info.numTasks)
+    return tasks
+
+
+def test_one_large_file_is_read_in_byte_ranges_and_gzip_in_one_task(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer files than cores, one larger than the split size: the file is read by at least
+    8 tasks (byte ranges), then one task replays its name server; a gzip file cannot be cut
+    and is read whole. Sizes are scaled down (1 kB ranges instead of 1 MB)."""
+    result = simulate(SimConfig(groups=4, slaves=1, nameservers=1, duration_ms=1_800_000,
+                                seed=6, faults="heavy"))
+    text = result.journal_texts["ns-0"]
+    for folder in ("plain", "gzip"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "plain" / "ns-0.jsonl").write_text(text, encoding="utf-8")
+    with gzip.open(tmp_path / "gzip" / "ns-0.jsonl.gz", "wt", encoding="utf-8") as out:
+        out.write(text)
+    size = len(text.encode("utf-8"))
+    monkeypatch.setattr(_spark_read, "SPLIT_READ_BYTES", size // 4)
+    monkeypatch.setattr(_spark_read, "SPLIT_MIN_BYTES", 1024)
+    expected = analyze_local(tmp_path / "plain", at=AT)
+    assert expected == analyze_local(tmp_path / "gzip", at=AT)
+    old = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    try:
+        for folder, step in (("plain", "byte ranges"), ("gzip", "one task per journal file")):
+            steps: list[str] = []
+            spark.sparkContext.setJobGroup(f"split-{folder}", folder)
+            analysis = analyze(spark, str(tmp_path / folder), at=AT, progress=steps.append)
+            got = analysis.collect()
+            analysis.unpersist()
+            assert not rows_equal(expected, got), _diff(expected, got)
+            assert any(step in s for s in steps), steps
+            tasks = _tasks_of_group(spark, f"split-{folder}")
+            assert (max(tasks) >= 8) == (folder == "plain"), tasks
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        spark.conf.set("spark.sql.files.maxPartitionBytes", old)

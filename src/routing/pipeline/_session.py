@@ -42,6 +42,7 @@ __all__ = [
     "check_pyspark",
     "default_master",
     "is_local_master",
+    "local_cores",
     "ship_package",
     "spark_session",
 ]
@@ -152,7 +153,9 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
-def _local_cores(master: str) -> int:
+def local_cores(master: str) -> int:
+    """The task slots of a local master: N of ``local[N]``/``local[N,F]``, workers × cores
+    of ``local-cluster[W,C,M]``, this machine's cores for ``local[*]``."""
     cores = os.cpu_count() or 2
     m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
     if m and m.group(1) != "*":
@@ -242,7 +245,7 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
         settings["spark.executorEnv.PYSPARK_PYTHON"] = sys.executable
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
-        partitions = shuffle_partitions or 2 * _local_cores(master)
+        partitions = shuffle_partitions or 2 * local_cores(master)
         settings["spark.sql.shuffle.partitions"] = str(partitions)
         settings["spark.default.parallelism"] = str(partitions)
     elif shuffle_partitions is not None:

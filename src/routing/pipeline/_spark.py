@@ -8,7 +8,10 @@ Stages (every Python step calls the same code as `routing.pipeline.reference`):
 2. **Read and replay.** When each local journal file holds one name server (the
    recorder's layout), each file is one task that its Python worker reads itself, in
    order (`_local_file_step`): the text never crosses into the JVM, no shuffle; a line of
-   another name server sends the run to the general path below. General path
+   another name server sends the run to the general path below. When those files are
+   fewer than the cores and one is larger than `_spark_read.SPLIT_READ_BYTES`, the general
+   path is taken at once, so the files are read in byte ranges (at least
+   ``SPLITS_PER_FILE`` tasks a file) instead of one task each. General path
    (``partition="ns"``, the default): lines are hash-partitioned by name server (a salt
    spreads the name servers over tasks) and sorted into reading order; one
    `JournalReader` and one `ReplayDeriver` per name server stream them (the reader's
@@ -429,7 +432,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         return bool(stage.filter(F.col("kind") == "misrouted").limit(1).count())
 
     stage2 = None
-    if found.whole_files is not None and partition == "ns":
+    if found.whole_files is not None and partition == "ns" and not found.split:
         # One local journal file per name server: each file is one task, read in order by
         # its Python worker; no shuffle, no sort, the text never crosses into the JVM.
         say("reading journals (one task per journal file)")
@@ -442,7 +445,10 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
             stage2 = None
     if stage2 is None:
         count, salt = _salted_partitions(spark, names)
-        say("reading journals (one task per name server)")
+        if found.split:  # few large files: byte ranges, then one replay task per name server
+            say("reading journals (byte ranges, then one task per name server)")
+        else:
+            say("reading journals (one task per name server)")
         stage2 = keep(_read_stage(lines.withColumn("ns_key", jvm_key), count, salt,
                                   partition == "ns", found.paths, kill))
     if misrouted(stage2):

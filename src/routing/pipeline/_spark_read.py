@@ -34,8 +34,8 @@ from ._read import (
     line_key,
 )
 
-__all__ = ["SPLITS_PER_FILE", "Lines", "has_scheme", "read", "read_lines",
-           "to_parquet"]
+__all__ = ["SPLITS_PER_FILE", "SPLIT_READ_BYTES", "Lines", "has_scheme", "read", "read_lines",
+           "split_read", "task_slots", "to_parquet"]
 
 
 def has_scheme(path: str) -> bool:
@@ -98,6 +98,29 @@ SPLIT_MAX_BYTES = 128 << 20
 #: A file is cut into at least this many byte ranges (read tasks), when they stay above
 #: `SPLIT_MIN_BYTES` (gzip files are never cut: one task each).
 SPLITS_PER_FILE = 8
+#: One journal file per name server is read whole, one task per file, unless the files are
+#: fewer than the cores and the largest plain one is larger than this (Spark's default
+#: ``spark.sql.files.maxPartitionBytes``): then it is cut into byte ranges (`split_read`).
+SPLIT_READ_BYTES = 128 << 20
+
+
+def task_slots(spark: Any) -> int:
+    """How many tasks run at once: the cores of a local master, else Spark's default
+    parallelism (the executors' cores on a cluster, unless set by hand)."""
+    from ._session import is_local_master, local_cores
+
+    master = str(spark.sparkContext.master)
+    if is_local_master(master):
+        return local_cores(master)
+    return max(1, int(spark.sparkContext.defaultParallelism))
+
+
+def split_read(spark: Any, paths: Sequence[str]) -> bool:
+    """True when one-name-server files are better cut into byte ranges than read whole:
+    they are fewer than the task slots (whole files would leave cores idle) and the largest
+    plain local one exceeds `SPLIT_READ_BYTES` (gzip is never cut)."""
+    plain = [os.path.getsize(p) for p in paths if not has_scheme(p) and not p.endswith(".gz")]
+    return bool(plain) and len(paths) < task_slots(spark) and max(plain) > SPLIT_READ_BYTES
 
 
 def _split_large_files(spark: Any, inputs: Sequence[InputFile]) -> int:
@@ -134,6 +157,9 @@ class Lines:
     #: read by Spark and those names are all different (the recorder's layout: one
     #: journal file per name server); else None
     whole_files: dict[int, str] | None = None
+    #: few and large files: read them in byte ranges even when `whole_files` is known
+    #: (`split_read`)
+    split: bool = False
 
 
 _LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
@@ -264,9 +290,10 @@ def read(spark: Any, sources: Any) -> Lines:
         named = {i: n for i, n in firsts.items() if n is not None}
         if len(set(named.values())) == len(named):
             whole = named
+    split = whole is not None and split_read(spark, [paths[i] for i in whole])
     if not parts:
         empty = spark.createDataFrame([], _LINES_DDL)
-        return Lines(empty, empty.select("text"), names, notes, paths, whole)
+        return Lines(empty, empty.select("text"), names, notes, paths, whole, split)
     lines = parts[0]
     for more in parts[1:]:
         lines = lines.unionByName(more)
@@ -275,7 +302,7 @@ def read(spark: Any, sources: Any) -> Lines:
     union = bare[0]
     for more in bare[1:]:
         union = union.unionByName(more)
-    return Lines(lines, union, names, notes, paths, whole)
+    return Lines(lines, union, names, notes, paths, whole, split)
 
 
 def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
