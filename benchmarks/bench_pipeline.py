@@ -7,13 +7,19 @@ per record, more name servers). Each engine runs in a fresh child process so tha
 includes everything a user waits for (for Spark: JVM and session start, reading, the
 analysis and writing every table as Parquet) and its peak memory is its own (the process
 tree's RSS, sampled every 0.2 s; CPU seconds of the whole tree too). Spark runs on
-``local[2]`` with the default options. Both engines' tables are compared row for row (read
+``local[2,2]`` (this machine's two cores, a failed task retried once: the default
+``local[*,2]``) with the default options. Both engines' tables are compared row for row (read
 back from their Parquet files): a row with ``equal: false`` means the run is wrong.
 
 ``python -m benchmarks.bench_pipeline --records 10M`` (or ``--records 1M,10M``, ``--quick``;
-``--master 'local-cluster[2,1,1024]'``; ``--engines reference,spark``; ``--publish`` merges
-the rows into ``docs/benchmarks.json``) prints the rows as JSON lines. Not a timed test:
-10 M records take several minutes per engine on 2 cores.
+``--master 'local-cluster[2,1,1024]'`` or ``spark://127.0.0.1:7077``; ``--engines
+reference,spark``; ``--publish`` merges the rows into ``docs/benchmarks.json``) prints the
+rows as JSON lines. ``--single-ns --records 5M`` instead simulates one name server into one
+file of about that many records (300 groups, cached; about 20 minutes to simulate 5 M on a
+busy 2-core machine): the case where Spark reads one file in byte ranges
+(``read_tasks``); ``--split-read-bytes N`` overrides the size above which such a file is
+cut (0: always, when the files are fewer than the cores; a huge value: never), to compare
+the two reads. Not a timed test: 10 M records take several minutes per engine on 2 cores.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "build" / "bench-pipeline"
 
 FULL_SIZES = (1_000_000,)
+#: This machine's two cores; a failed task is retried once, as with the default local[*,2].
+MASTER = "local[2,2]"
 QUICK_SIZES = (20_000,)
 
 
@@ -47,6 +55,40 @@ def _base_config(quick: bool) -> Any:
     # about 1 M records: 50 groups x 2 brokers x 3 name servers, 26 simulated hours
     return SimConfig(groups=50, slaves=1, nameservers=3, duration_ms=26 * 3_600_000,
                      seed=11, faults="default")
+
+
+#: Journal records a simulated hour of the single-name-server input (300 groups of a master
+#: and a slave: one registration per broker every 30 s, one scan every 5 s).
+_ONE_NS_PER_HOUR = 72_000
+
+
+def _one_ns_config(size: int) -> Any:
+    from routing.sim import SimConfig
+
+    hours = max(1, -(-size // _ONE_NS_PER_HOUR))
+    return SimConfig(groups=300, slaves=1, nameservers=1, duration_ms=hours * 3_600_000,
+                     seed=11, faults="default")
+
+
+def one_ns_journal(size: int, log: Any = print) -> tuple[Path, int]:
+    """A folder holding one name server's journal in one file of about ``size`` records
+    (simulated once, cached): (folder, exact lines). Same as ``routing simulate --groups
+    300 --nameservers 1 --duration <size / 72 000>h --seed 11 --out FOLDER``."""
+    from routing.sim import simulate
+
+    config = _one_ns_config(size)
+    folder = CACHE / f"one-ns-{config.duration_ms // 3_600_000}h"
+    if not (folder / "ns-0.jsonl").exists():
+        log(f"simulating one name server for {config.duration_ms // 3_600_000} h into "
+            f"{folder} …")
+        started = time.perf_counter()
+        tmp = folder.with_suffix(".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        simulate(config, out_dir=tmp)
+        (tmp / "summary.json").unlink(missing_ok=True)
+        tmp.rename(folder)
+        log(f"  {time.perf_counter() - started:.0f} s")
+    return folder, _count(folder)
 
 
 def _count(folder: Path) -> int:
@@ -134,7 +176,8 @@ class _PeakRss:
         return max(self.peak, self._tree_rss())
 
 
-def _child(engine: str, path: str, out_dir: str, master: str) -> dict[str, Any]:
+def _child(engine: str, path: str, out_dir: str, master: str,
+           split_read_bytes: int | None = None) -> dict[str, Any]:
     sampler = _PeakRss()
     out = Path(out_dir)
     result: dict[str, Any] = {}
@@ -148,18 +191,20 @@ def _child(engine: str, path: str, out_dir: str, master: str) -> dict[str, Any]:
             write_local_tables(tables, out)
             result["seconds"] = time.perf_counter() - started
         else:
-            from routing.pipeline import analyze, spark_session
+            from routing.pipeline import _spark_read, analyze, spark_session
 
+            if split_read_bytes is not None:
+                _spark_read.SPLIT_READ_BYTES = split_read_bytes
             spark = spark_session(master, app_name="bench-pipeline")
             result["session_s"] = time.perf_counter() - started
             analysis = analyze(spark, path)
             analysis.write(str(out))
             result["seconds"] = time.perf_counter() - started
             result["partitions"] = sum(analysis.partitions.values())
-            biggest = max((p for p in Path(path).iterdir() if p.suffix == ".jsonl"),
-                          key=lambda p: p.stat().st_size)
-            result["tasks_per_file"] = spark.read.text(str(biggest)).rdd.getNumPartitions()
-            result["file_mb"] = round(biggest.stat().st_size / 2**20, 1)
+            result["read_tasks"] = analysis.read_tasks
+            files = [p for p in Path(path).iterdir() if p.suffix == ".jsonl"]
+            result["files"] = len(files)
+            result["file_mb"] = round(max(p.stat().st_size for p in files) / 2**20, 1)
             analysis.unpersist()
             spark.stop()
     finally:
@@ -184,9 +229,12 @@ def _equal(a: Path, b: Path) -> list[str]:
     return [name for name in left if left[name] != right[name]]
 
 
-def _run_child(engine: str, path: Path, out: Path, master: str = "local[2]") -> dict[str, Any]:
+def _run_child(engine: str, path: Path, out: Path, master: str = MASTER,
+               split_read_bytes: int | None = None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.bench_pipeline", "--child", engine,
            "--path", str(path), "--child-out", str(out), "--master", master]
+    if split_read_bytes is not None:
+        cmd += ["--split-read-bytes", str(split_read_bytes)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
@@ -206,8 +254,9 @@ def _row(operation: str, records: int, seconds: float, **extra: Any) -> dict[str
 
 
 def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
-        engines: tuple[str, ...] = ("reference", "spark"),
-        master: str = "local[2]") -> list[dict[str, Any]]:
+        engines: tuple[str, ...] = ("reference", "spark"), master: str = MASTER,
+        single_ns: bool = False, split_read_bytes: int | None = None
+        ) -> list[dict[str, Any]]:
     """Rows: records/s, CPU seconds and peak memory of the reference and of Spark (default
     options) for each size; ``ratio`` is Spark's rate over the reference's and ``equal``
     says whether every table matched row for row."""
@@ -218,13 +267,15 @@ def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
     ) or FULL_SIZES)
     load = os.getloadavg()[0]
     for size in sizes:
-        folder, records = journals(size, quick, say)
+        folder, records = (one_ns_journal(size, say) if single_ns
+                           else journals(size, quick, say))
         say(f"pipeline: {records:,} records in {folder} (load {load:.1f})")
         outs = {e: Path(tempfile.mkdtemp(prefix=f"bench-pipeline-{e}-")) for e in engines}
         got: dict[str, dict[str, Any]] = {}
         try:
             for engine in engines:
-                got[engine] = _run_child(engine, folder, outs[engine], master)
+                got[engine] = _run_child(engine, folder, outs[engine], master,
+                                         split_read_bytes if engine == "spark" else None)
                 r = got[engine]
                 say(f"  {engine}: {r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, "
                     f"{r['peak_rss_mb']:.0f} MB")
@@ -244,11 +295,16 @@ def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
             if engine == "spark":
                 extra.update(session_s=round(r["session_s"], 1), master=master,
                              replay_partitions=r["partitions"],
-                             read_tasks_per_file=r["tasks_per_file"], file_mb=r["file_mb"])
+                             read_tasks=r["read_tasks"], files=r["files"],
+                             file_mb=r["file_mb"])
+                if split_read_bytes is not None:
+                    extra["split_read_bytes"] = split_read_bytes
                 if ref is not None:
                     extra["ratio"] = round(ref["seconds"] / r["seconds"], 3)
             name = ("reference (1 process)" if engine == "reference"
                     else f"spark {master}, default options, end to end")
+            if single_ns:
+                name += ", one name server in one file"
             rows.append(_row(name, records, r["seconds"], **extra,
                              note=f"{r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, peak "
                                   f"{r['peak_rss_mb']:.0f} MB"
@@ -281,7 +337,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--records", default=None, help="sizes, e.g. 1M,10M")
     parser.add_argument("--engines", default="reference,spark")
-    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--master", default=MASTER,
+                        help="Spark master [local[2,2]]; e.g. 'local-cluster[2,1,1024]' or "
+                             "spark://127.0.0.1:7077")
+    parser.add_argument("--single-ns", action="store_true",
+                        help="one name server in one simulated file of --records records")
+    parser.add_argument("--split-read-bytes", type=int, default=None,
+                        help="cut one-name-server files above this size into byte ranges "
+                             "(default: the pipeline's 128 MB; 0: always)")
     parser.add_argument("--publish", action="store_true",
                         help="merge the rows into docs/benchmarks.json")
     parser.add_argument("--child", choices=("reference", "spark"), help=argparse.SUPPRESS)
@@ -289,12 +352,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_child(args.child, args.path, args.child_out, args.master)),
-              flush=True)
+        print(json.dumps(_child(args.child, args.path, args.child_out, args.master,
+                                args.split_read_bytes)), flush=True)
         return 0
     sizes = tuple(_size(s) for s in args.records.split(",")) if args.records else None
     rows = run(args.quick, sizes=sizes, engines=tuple(args.engines.split(",")),
-               master=args.master)
+               master=args.master, single_ns=args.single_ns,
+               split_read_bytes=args.split_read_bytes)
     for row in rows:
         print(json.dumps(row), flush=True)
     if args.publish:

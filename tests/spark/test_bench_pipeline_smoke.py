@@ -1,6 +1,6 @@
 """The pipeline benchmark's smoke run (issue 12): ``python -m benchmarks.bench_pipeline
 --quick`` generates its own journals (about 17 k records), runs the reference and Spark
-(``local[2]``, default options) each in a child process, and compares their tables row for
+(``local[2,2]``, default options) each in a child process, and compares their tables row for
 row. No timing is asserted; what is checked is that both engines ran end to end, measured
 what the published rows report, and agreed. The 1 M and 10 M runs live in the benchmark."""
 
@@ -38,5 +38,6 @@ def test_quick_pipeline_benchmark_runs_both_engines_and_they_agree(tmp_path: Pat
         assert row["ops_per_s"] > 0 and row["seconds"] > 0, row
         assert row["peak_rss_mb"] > 0, row
     spark = by_engine["spark"]
-    assert spark["master"] == "local[2]"
+    assert spark["master"] == "local[2,2]"
     assert spark["replay_partitions"] >= 3  # at least one per name server
+    assert spark["read_tasks"] == spark["files"] == 3  # small files: one task each

@@ -385,6 +385,7 @@ def test_one_large_file_is_read_in_byte_ranges_and_gzip_in_one_task(
             assert any(step in s for s in steps), steps
             tasks = _tasks_of_group(spark, f"split-{folder}")
             assert (max(tasks) >= 8) == (folder == "plain"), tasks
+            assert analysis.read_tasks == (max(tasks) if folder == "plain" else 1)
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         spark.conf.set("spark.sql.files.maxPartitionBytes", old)

@@ -125,11 +125,14 @@ class Analysis:
 
     They are computed over persisted intermediate results: read them as often as needed,
     then call `unpersist`. ``partitions`` says how many replay partitions each name server
-    was split into.
+    was split into; ``read_tasks`` how many tasks read the JSON Lines files (one a file
+    when read whole, at least ``SPLITS_PER_FILE`` a large file read in byte ranges; gzip is
+    one a file).
     """
 
     tables: Mapping[str, Any]
     partitions: Mapping[str, int]
+    read_tasks: int = 0
     _persisted: tuple[Any, ...] = attrs.field(alias="persisted", default=())
 
     def __getitem__(self, name: str) -> Any:
@@ -432,6 +435,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         return bool(stage.filter(F.col("kind") == "misrouted").limit(1).count())
 
     stage2 = None
+    read_tasks = 0
     if found.whole_files is not None and partition == "ns" and not found.split:
         # One local journal file per name server: each file is one task, read in order by
         # its Python worker; no shuffle, no sort, the text never crosses into the JVM.
@@ -439,11 +443,13 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
         stage2 = keep(files.mapInArrow(
             _local_file_step(found.paths, found.whole_files, kill), _WIDE_DDL))
+        read_tasks = len(found.whole_files)
         if misrouted(stage2):  # some file holds another name server's lines
             stage2.unpersist()
             persisted.remove(stage2)
             stage2 = None
     if stage2 is None:
+        read_tasks = found.scan_tasks()
         count, salt = _salted_partitions(spark, names)
         if found.split:  # few large files: byte ranges, then one replay task per name server
             say("reading journals (byte ranges, then one task per name server)")
@@ -536,7 +542,8 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
             first = failing.orderBy(*TABLES["rejected"].key).limit(5).collect()
             raise RejectedRecords([r.asDict(recursive=True) for r in first], total=total,
                                   gaps=gaps)
-    return Analysis(tables=ordered, partitions=parts, persisted=tuple(persisted))
+    return Analysis(tables=ordered, partitions=parts, read_tasks=read_tasks,
+                    persisted=tuple(persisted))
 
 
 def rows_equal(left: Mapping[str, list[Row]], right: Mapping[str, list[Row]]) -> list[str]:

@@ -160,6 +160,13 @@ class Lines:
     #: few and large files: read them in byte ranges even when `whole_files` is known
     #: (`split_read`)
     split: bool = False
+    #: the text files' scan (one frame: its partitions are the read tasks), or None
+    scan: Any = None
+
+    def scan_tasks(self) -> int:
+        """How many tasks read the JSON Lines files by byte ranges, under the session's
+        current ``spark.sql.files.maxPartitionBytes`` (planning only, no job)."""
+        return 0 if self.scan is None else int(self.scan.rdd.getNumPartitions())
 
 
 _LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
@@ -263,6 +270,7 @@ def read(spark: Any, sources: Any) -> Lines:
             F.lit(i).cast("long").alias("order_a"), F.lit(item.path).alias("source"),
             F.input_file_block_start().alias("block"),
             F.monotonically_increasing_id().alias("mid"), F.col("value")))
+    raw = None
     if texts:
         raw = texts[0]
         for more in texts[1:]:
@@ -302,7 +310,7 @@ def read(spark: Any, sources: Any) -> Lines:
     union = bare[0]
     for more in bare[1:]:
         union = union.unionByName(more)
-    return Lines(lines, union, names, notes, paths, whole, split)
+    return Lines(lines, union, names, notes, paths, whole, split, raw)
 
 
 def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
