@@ -43,6 +43,7 @@ __all__ = [
     "default_master",
     "is_local_master",
     "local_cores",
+    "package_zip",
     "ship_package",
     "spark_session",
 ]
@@ -166,25 +167,35 @@ def local_cores(master: str) -> int:
     return 1 if master == "local" else cores
 
 
-def ship_package(session: SparkSession) -> Path:
-    """Zip ``routing``, ``attrs`` and ``sortedcontainers`` (pure Python) and add the zip to
-    the session's Python path on every executor, so a cluster whose Python has pyarrow and
-    pandas but not this package version runs the same code. Returns the zip's path."""
+def package_zip(folder: Path | None = None) -> Path:
+    """A zip of the running install's ``routing`` and of its pure-Python dependencies
+    (``attrs`` with ``attr``, which ``attrs`` imports, and ``sortedcontainers``): what an
+    executor needs on its Python path to replay. Written to ``folder`` (default: a new
+    temporary folder); returns its path."""
     import zipfile
 
+    import attr
     import attrs as attrs_pkg
     import sortedcontainers
 
     import routing
 
-    target = Path(tempfile.mkdtemp(prefix="routing-ship-")) / "routing-pipeline.zip"
+    target = Path(folder or tempfile.mkdtemp(prefix="routing-ship-")) / "routing-pipeline.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
-        for module in (routing, attrs_pkg, sortedcontainers):
+        for module in (routing, attr, attrs_pkg, sortedcontainers):
             root = Path(module.__file__ or "").parent
             for path in sorted(root.rglob("*")):
                 if path.is_file() and path.suffix in (".py", ".typed") and \
                         "__pycache__" not in path.parts:
                     zf.write(path, path.relative_to(root.parent).as_posix())
+    return target
+
+
+def ship_package(session: SparkSession) -> Path:
+    """Add `package_zip` to the session's Python path on every executor (Spark's py-files),
+    so a cluster whose Python has pyarrow and pandas but not this package runs the driver's
+    code. Returns the zip's path."""
+    target = package_zip()
     session.sparkContext.addPyFile(str(target))
     return target
 
