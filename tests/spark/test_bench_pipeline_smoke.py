@@ -40,4 +40,4 @@ def test_quick_pipeline_benchmark_runs_both_engines_and_they_agree(tmp_path: Pat
     spark = by_engine["spark"]
     assert spark["master"] == "local[2,2]"
     assert spark["replay_partitions"] >= 3  # at least one per name server
-    assert spark["read_tasks"] == spark["files"] == 3  # small files: one task each
+    assert spark["read_tasks"] == spark["files"] >= 3  # small files: one task each
