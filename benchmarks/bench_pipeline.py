@@ -183,12 +183,10 @@ def _child(engine: str, path: str, out_dir: str, master: str,
     result: dict[str, Any] = {}
     try:
         started = time.perf_counter()
-        if engine == "reference":
-            from routing.pipeline import analyze_local
-            from routing.pipeline._schema import write_local_tables
+        if engine == "reference":  # what `routing analyze --local` runs
+            from routing.pipeline.reference import analyze_local_to
 
-            tables = analyze_local(path)
-            write_local_tables(tables, out)
+            analyze_local_to(out, path)
             result["seconds"] = time.perf_counter() - started
         else:
             from routing.pipeline import _spark_read, analyze, spark_session

@@ -16,7 +16,6 @@ from rich.console import Console
 
 from ..pipeline._incidents import DEFAULT_GAP_MS
 from ..pipeline._inputs import InputCheck, InputError, check_inputs
-from ..pipeline._schema import write_local_tables
 from ..pipeline._session import SparkUnavailable, default_master, spark_session
 from ..pipeline._summary import (
     Summary,
@@ -26,7 +25,7 @@ from ..pipeline._summary import (
     summarize_rows,
 )
 from ..pipeline._summary import summary_json as summary_json_of
-from ..pipeline.reference import RejectedRecords, analyze_local
+from ..pipeline.reference import RejectedRecords, analyze_local_to
 from ._progress import RunProgress, counted_sources, spark_progress
 
 __all__ = ["analyze_command", "parse_time", "spark_progress"]
@@ -151,14 +150,14 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
                           f"({check.total_bytes / 1e6:,.1f} MB) and replaying them")
             counted = counted_sources(check.journals, check.total_bytes, progress)
             try:
-                rows = analyze_local(counted if counted is not None else sources, at=times,
-                                     strict=strict)
+                rows = analyze_local_to(
+                    out_dir, counted if counted is not None else sources, at=times,
+                    strict=strict, before_writing=lambda: progress.step(
+                        f"writing Parquet to {out_dir}"))
             except RejectedRecords as exc:
                 raise click.ClickException(str(exc)) from None
             except FileNotFoundError as exc:
                 raise click.ClickException(str(exc)) from None
-            progress.step(f"writing Parquet to {out_dir}")
-            write_local_tables(rows, Path(out_dir))
             progress.step("summarising")
             summary = summarize_rows(rows, gap_ms=incident_gap)
             elapsed = progress.elapsed()

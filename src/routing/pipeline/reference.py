@@ -28,7 +28,9 @@ same rows; the differential tests compare them row for row.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
+from pathlib import Path
 from typing import Any, TypeAlias
 
 from ..journal import JournalEntry, JournalHeader, JournalRecord
@@ -43,11 +45,12 @@ from ._read import (
     rejected_counts,
 )
 from ._schema import TABLES, sort_rows
+from ._store import TableStore
 from ._topics import Contribution, sweep_topic
 
 __all__ = [
-    "RejectedRecords", "Sources", "analyze_local", "analyze_partitioned", "check_strict",
-    "gap_messages", "lines_of", "strict_rows",
+    "RejectedRecords", "Sources", "analyze_local", "analyze_local_to", "analyze_partitioned",
+    "check_strict", "gap_messages", "lines_of", "strict_rows",
 ]
 
 #: Journal paths (files or folders; JSON Lines, gzip or Parquet copies), in-memory journals
@@ -138,19 +141,55 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
     """Every output table as a list of rows (dicts), each sorted by the table's key.
 
     ``at`` are the times (ms) for ``routes_at``. ``strict`` raises `RejectedRecords` when
-    any line was set aside. Memory: the rows, plus one manager per name server.
+    any line was set aside. Memory: the rows (compact until the end, see ``_store.py``),
+    plus one manager per name server while it is replayed.
     """
+    return _analyze_into(TableStore(), sources, at=at, strict=strict).tables()
+
+
+def analyze_local_to(out_dir: str | os.PathLike[str], sources: Sources, *,
+                     at: Sequence[int] = (), strict: bool = False,
+                     before_writing: Callable[[], object] | None = None
+                     ) -> dict[str, list[Row]]:
+    """`analyze_local`, writing every table as Parquet into ``out_dir`` (the layout of
+    `write_local_tables`, the same rows) from compact rows, table by table, instead of
+    returning them: what ``routing analyze --local`` runs. Returns only the rows the
+    summary and the report use, in the shape `_summary.collect_rows` gives for Spark
+    (``route_changes`` without its JSON, ``rejected_groups`` instead of ``rejected``).
+    ``before_writing`` is called once the analysis is done (the CLI's progress step)."""
+    from ._summary import _COLLECTED
+
+    store = _analyze_into(TableStore(), sources, at=at, strict=strict)
+    if before_writing is not None:
+        before_writing()
+    return store.write(Path(out_dir), _COLLECTED)
+
+
+#: One topic's contributions before the sweep: (at_ms, ns, seq, part, route_json), the
+#: JSON interned (a topic has few distinct routes).
+_Contrib: TypeAlias = tuple[int, str, int, int, str | None]
+_SWEEP_ORDER = itemgetter(0, 1, 2, 3)
+
+
+def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
+                  strict: bool) -> TableStore:
+    """Read, replay and sweep ``sources`` into ``out`` (see `analyze_local`)."""
     reading = NsReading()
     derivers: dict[str, ReplayDeriver] = {}
-    out: dict[str, list[Row]] = {name: [] for name in TABLES}
-    contribs: dict[str, list[Contribution]] = {}
+    contribs: dict[str, list[_Contrib]] = {}
+    rejected: list[Row] = []  # also kept as dicts: --strict and the name_servers counts
+    intern = out.intern
 
     def take(rows: Iterable[Emitted]) -> None:
         for table, row in rows:
             if table == "contrib":
-                contribs.setdefault(row["topic"], []).append(Contribution(**row))
+                contribs.setdefault(intern(row["topic"]), []).append((
+                    row["at_ms"], intern(row["ns"]), row["seq"], row["part"],
+                    intern(row["route_json"])))
             else:
-                out[table].append(row)
+                out.add(table, row)
+                if table == "rejected":
+                    rejected.append(row)
 
     notes: list[Row] = []
     source = lines_of(sources, notes)
@@ -183,18 +222,25 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
         stats = reading.stats.get(ns)
         deriver.end_ms = stats.last_ms if stats is not None else 0
         take(deriver.finish())
-    out["rejected"].extend(reading.rejected)
-    out["rejected"].extend(notes)
+    derivers.clear()  # the managers: no longer needed
+    out.extend("rejected", reading.rejected)
+    out.extend("rejected", notes)
+    rejected.extend(reading.rejected)
+    rejected.extend(notes)
     spans = {ns: (s.first_ms, s.last_ms) for ns, s in reading.stats.items()}
-    removals = session_removals(out["sessions"])
+    removals = session_removals(out.dicts("sessions"))
     for topic in sorted(contribs):
-        items = sorted(contribs[topic], key=lambda c: (c.at_ms, c.ns, c.seq, c.part))
-        take(sweep_topic(topic, items, spans, at, removals=removals))
-    out["name_servers"] = name_server_rows(reading.stats.values(),
-                                           rejected_counts(out["rejected"]))
+        items = contribs.pop(topic)  # swept, then released
+        items.sort(key=_SWEEP_ORDER)  # stable, as before: (at_ms, ns, seq, part)
+        take(sweep_topic(topic, (
+            Contribution(ns=ns, topic=topic, at_ms=at_ms, seq=seq, part=part,
+                         route_json=route_json)
+            for at_ms, ns, seq, part, route_json in items), spans, at, removals=removals))
+    out.extend("name_servers", name_server_rows(reading.stats.values(),
+                                                rejected_counts(rejected)))
     if strict:
-        check_strict(out["rejected"], reading.stats.values())
-    return {name: sort_rows(TABLES[name], rows) for name, rows in out.items()}
+        check_strict(rejected, reading.stats.values())
+    return out
 
 
 def analyze_partitioned(sources: Mapping[str, Iterable[str]] | Sequence[str | os.PathLike[str]],

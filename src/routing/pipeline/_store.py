@@ -1,0 +1,174 @@
+"""Compact output rows for the reference, and the tables written from them.
+
+`analyze_local` used to keep every output row as a dict and every route contribution as a
+`Contribution` with its own ``route_json`` string until the end, then build the Arrow
+tables in one go: at 10 M records that was about 2 GB, most of it the same few thousand
+routes serialised again for every change (a topic's route JSON is ≈ 1.6 kB, and 229 k
+route changes at 10 M records have about 3 000 distinct ones). `TableStore` keeps a row as
+a tuple in column order, with its repeated values (name servers, brokers, topics,
+reasons, route JSON, digests, group lists) interned: one object per distinct value.
+`TableStore.write` sorts each table by its key (exactly `sort_rows`'s order) and writes it
+as Parquet a batch of rows at a time, releasing each table once written.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+from ._schema import TABLES, Table, _sort_value
+
+__all__ = ["BATCH_ROWS", "TableStore", "sort_tuples"]
+
+Row = dict[str, Any]
+Values = tuple[Any, ...]
+
+#: Rows per Parquet row group (and per Arrow batch built at a time) in `TableStore.write`.
+BATCH_ROWS = 16_384
+
+#: Columns whose values are mostly distinct: not worth interning.
+_UNIQUE = frozenset({("rejected", "text"), ("rejected", "line"), ("rejected", "seq")})
+
+
+def _full_key(table: Table) -> Callable[[Values], tuple[Any, ...]]:
+    """`sort_rows`'s key (the table's key, then every other column) on a tuple row."""
+    names = table.names
+    order = [names.index(n) for n in (*table.key, *(n for n in names if n not in table.key))]
+    return lambda r: tuple(_sort_value(r[i]) for i in order)
+
+
+def sort_tuples(table: Table, rows: list[Values]) -> None:
+    """Sort tuple rows (in column order) in place, in exactly `sort_rows`'s order.
+
+    Sorts on the key columns' plain values (no per-row key of pairs: less memory), falls
+    back to `sort_rows`'s None-first values if a None is met, then orders each run of
+    equal keys by every column."""
+    names = table.names
+    where = [names.index(n) for n in table.key]
+    plain: Callable[[Values], Any] = itemgetter(*where)
+    key: Callable[[Values], Any] = plain
+    try:
+        rows.sort(key=plain)
+    except TypeError:  # a None among the key values
+        def key(r: Values) -> tuple[tuple[int, Any], ...]:
+            return tuple(_sort_value(r[i]) for i in where)
+        rows.sort(key=key)
+    full = _full_key(table)
+    start = 0
+    while start < len(rows):
+        end = start + 1
+        first = key(rows[start])
+        while end < len(rows) and key(rows[end]) == first:
+            end += 1
+        if end - start > 1:
+            rows[start:end] = sorted(rows[start:end], key=full)
+        start = end
+
+
+class TableStore:
+    """Every output table's rows as tuples in column order (lists stored as tuples),
+    repeated strings and group lists interned."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[Values]] = {name: [] for name in TABLES}
+        self._names = {name: t.names for name, t in TABLES.items()}
+        self._arrays = {name: frozenset(i for i, c in enumerate(t.columns)
+                                        if c.type == "array<string>")
+                        for name, t in TABLES.items()}
+        self._interned = {name: tuple(
+            c.type in ("string", "array<string>") and (name, c.name) not in _UNIQUE
+            for c in t.columns) for name, t in TABLES.items()}
+        self._pool: dict[Any, Any] = {}
+
+    def intern(self, value: Any) -> Any:
+        """The one stored object equal to ``value`` (lists become tuples)."""
+        if value is None:
+            return None
+        if isinstance(value, list | set):
+            value = tuple(value)
+        return self._pool.setdefault(value, value)
+
+    def add(self, table: str, row: Mapping[str, Any]) -> None:
+        """Store one row (a dict with the table's columns; a missing column is None)."""
+        pool = self._pool.setdefault
+        values: list[Any] = []
+        for name, shared in zip(self._names[table], self._interned[table], strict=True):
+            value = row.get(name)
+            if shared and value is not None:
+                if isinstance(value, list):
+                    value = tuple(value)
+                value = pool(value, value)
+            values.append(value)
+        self.rows[table].append(tuple(values))
+
+    def extend(self, table: str, rows: Iterator[Row] | list[Row]) -> None:
+        for row in rows:
+            self.add(table, row)
+
+    def dicts(self, table: str) -> Iterator[Row]:
+        """The stored rows of ``table`` as dicts, in the order they were added."""
+        yield from self._dicts(table, self.rows[table])
+
+    def _dicts(self, table: str, rows: list[Values],
+               columns: tuple[str, ...] | None = None) -> list[Row]:
+        names = self._names[table]
+        arrays = self._arrays[table]
+        keep = range(len(names)) if columns is None else [names.index(c) for c in columns]
+        return [{names[i]: (list(r[i]) if i in arrays and r[i] is not None else r[i])
+                 for i in keep} for r in rows]
+
+    def tables(self) -> dict[str, list[Row]]:
+        """Every table as sorted dict rows (`analyze_local`'s return value); empties the
+        store table by table."""
+        out: dict[str, list[Row]] = {}
+        for name in TABLES:
+            rows = self.rows[name]
+            sort_tuples(TABLES[name], rows)
+            out[name] = self._dicts(name, rows)
+            self.rows[name] = []
+        return out
+
+    def write(self, out_dir: Path, collected: Mapping[str, tuple[str, ...] | None]
+              ) -> dict[str, list[Row]]:
+        """Write every table as ``out_dir/<table>/part-00000.parquet`` (the layout of
+        `write_local_tables`), sorted, `BATCH_ROWS` rows at a time; return the rows the
+        summary and the report use: for each table of ``collected``, its rows with those
+        columns (None: all), and ``rejected_groups`` (rejected lines counted by file and
+        reason, as `_summary.collect_rows` returns them). Empties the store."""
+        from ._summary import _reason_key
+
+        out: dict[str, list[Row]] = {}
+        for name, table in TABLES.items():
+            rows = self.rows[name]
+            sort_tuples(table, rows)
+            _write_parquet(table, rows, out_dir / name)
+            if name in collected:
+                out[name] = self._dicts(name, rows, collected[name])
+            if name == "rejected":
+                source, reason = table.names.index("source"), table.names.index("reason")
+                counted = Counter((r[source], _reason_key(r[reason])) for r in rows)
+                out["rejected_groups"] = [{"source": f, "reason": k, "lines": n}
+                                          for (f, k), n in counted.items()]
+            self.rows[name] = []
+            del rows
+        return out
+
+
+def _write_parquet(table: Table, rows: list[Values], target: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    schema = table.arrow_schema()
+    with pq.ParquetWriter(target / "part-00000.parquet", schema) as writer:
+        for start in range(0, len(rows), BATCH_ROWS):
+            chunk = rows[start:start + BATCH_ROWS]
+            arrays = [pa.array([r[i] for r in chunk], type=field.type)
+                      for i, field in enumerate(schema)]
+            writer.write_batch(pa.record_batch(arrays, schema=schema))
