@@ -57,7 +57,7 @@ def test_the_streaming_path_writes_analyze_locals_tables(
 
 
 def test_bad_inputs_and_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_store, "BATCH_ROWS", 7)  # many row groups per table
+    monkeypatch.setattr(_store, "BATCH_ROWS", (7, 7))  # many row groups per table
     folder = bad_folder(tmp_path)
     tables = _same_as_analyze_local(folder, tmp_path, at=(1_000,))
     assert {r["stage"] for r in tables["rejected"]} >= {"skipped", "read"}

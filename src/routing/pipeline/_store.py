@@ -22,13 +22,16 @@ from typing import Any
 
 from ._schema import TABLES, Table, _sort_value
 
-__all__ = ["BATCH_ROWS", "TableStore", "sort_tuples"]
+__all__ = ["BATCH_BYTES", "BATCH_ROWS", "TableStore", "sort_tuples"]
 
 Row = dict[str, Any]
 Values = tuple[Any, ...]
 
-#: Rows per Parquet row group (and per Arrow batch built at a time) in `TableStore.write`.
-BATCH_ROWS = 16_384
+#: Bytes of text per Parquet row group (one Arrow batch built at a time) in
+#: `TableStore.write`, and the bounds on its rows: a batch of route changes (≈ 1.6 kB of
+#: JSON each) is ≈ 5 000 rows; the writer's buffers grow with the batch, not the table.
+BATCH_BYTES = 8 << 20
+BATCH_ROWS = (1_024, 65_536)
 
 #: Columns whose values are mostly distinct: not worth interning.
 _UNIQUE = frozenset({("rejected", "text"), ("rejected", "line"), ("rejected", "seq")})
@@ -166,9 +169,21 @@ def _write_parquet(table: Table, rows: list[Values], target: Path) -> None:
         shutil.rmtree(target)
     target.mkdir(parents=True)
     schema = table.arrow_schema()
+    batch = _batch_rows(rows)
     with pq.ParquetWriter(target / "part-00000.parquet", schema) as writer:
-        for start in range(0, len(rows), BATCH_ROWS):
-            chunk = rows[start:start + BATCH_ROWS]
+        for start in range(0, len(rows), batch):
+            chunk = rows[start:start + batch]
             arrays = [pa.array([r[i] for r in chunk], type=field.type)
                       for i, field in enumerate(schema)]
             writer.write_batch(pa.record_batch(arrays, schema=schema))
+
+
+def _batch_rows(rows: list[Values]) -> int:
+    """Rows per batch: `BATCH_BYTES` over the text width of the first rows, within
+    `BATCH_ROWS`."""
+    low, high = BATCH_ROWS
+    sample = rows[:1_000]
+    if not sample:
+        return high
+    width = sum(len(v) for r in sample for v in r if isinstance(v, str)) / len(sample)
+    return max(low, min(high, int(BATCH_BYTES / max(width, 1.0))))
