@@ -218,12 +218,14 @@ def _local_file_step(paths: Mapping[int, str], names: Mapping[int, str],
     record costs only its Python work."""
     paths, names = dict(paths), dict(names)
     keys = sorted(names)  # task row ``id`` i reads file ``keys[i]``
+    # resolved on the driver: an executor's working directory is not the driver's
+    opened = {order: os.path.abspath(path) for order, path in paths.items()}
 
     def lines(batches: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
         for (index,) in _rows_of(batches, ("id",)):
             order = keys[index]
             path, ns = paths[order], names[order]
-            for number, text, raw in raw_lines(path):
+            for number, text, raw in raw_lines(opened[order]):
                 yield order, path, number, text, raw, ns
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
