@@ -1,7 +1,7 @@
 """The replay's steady fast path (issue 12) against the full replay: equal tables.
 
 `ReplayDeriver` sends a re-registration of the table a broker last sent through
-`Replayer.renew` (O(1), no event) and the reader takes a remembered line without parsing
+`Replayer.renew_call` (O(1), no event) and the reader takes a remembered line without parsing
 it; switching both off (every record through `RouteInfoManager.register` and `json.loads`)
 must give the same tables on simulator journals with faults, on damaged journals and on
 hypothesis-made operation sequences.

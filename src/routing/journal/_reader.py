@@ -168,33 +168,22 @@ class JournalReader:
     def feed(self, text: str, *, source: str, line_number: int) -> JournalEntry | RejectedLine:
         """Validate one line; return the decoded entry or the rejection."""
         line = text.rstrip("\r\n")
-        if self._remember_rests and line.isascii():  # ASCII is UTF-8: the periodic lines
-            prefix = _PREFIX.match(line)
-            if prefix is not None:
-                state = self._ns.get(prefix.group(1))
-                if state is not None:
-                    known = state.known.get(line[prefix.end():])
-                    if known is not None:
-                        try:
-                            return self._fast(prefix, state, known, source, line_number)
-                        except _Bad as bad:
-                            return RejectedLine(source=source, line_number=line_number,
-                                                reason=str(bad), text=line)
         try:
-            try:
-                line.encode("utf-8")
-            except UnicodeEncodeError:
-                line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                raise _Bad("not valid UTF-8") from None
-            if not line.strip():
-                raise _Bad("blank line")
+            if not line.isascii():  # ASCII is UTF-8: most lines skip the encode check
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:
+                    line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    raise _Bad("not valid UTF-8") from None
             prefix = _PREFIX.match(line) if self._remember_rests else None
-            if prefix is not None:
+            if prefix is not None:  # (a line the prefix matches is not blank)
                 state = self._ns.get(prefix.group(1))
                 if state is not None:
                     known = state.known.get(line[prefix.end():])
                     if known is not None:
                         return self._fast(prefix, state, known, source, line_number)
+            if not line.strip():
+                raise _Bad("blank line")
             try:
                 doc = json.loads(line)
             except (ValueError, RecursionError) as exc:

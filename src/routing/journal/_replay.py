@@ -85,19 +85,13 @@ class Replayer:
     def clocks(self) -> Mapping[str, ManualClock]:
         return FrozenMap(self._clocks)
 
-    def renew(self, record: JournalRecord) -> bool:
-        """Apply a steady ``register`` record in O(1) through `RouteInfoManager.renew` and
-        return True, or return False having changed nothing but the clock (a record at or
-        after its time; then `apply` it). The renewal builds no `ReplayEvent`: the `apply`
-        of the same record would have returned one whose change only re-registers the
-        broker (``first=False``), which the caller accounts for itself."""
-        call = record.call
-        if type(call) is not Register:
-            return False
-        return self.renew_call(record.nameserver_id, record.at_ms, call)
-
     def renew_call(self, ns: str, at_ms: int, call: Register) -> bool:
-        """`renew` of a record given as its name server, time and call."""
+        """Apply a steady ``register`` record (its name server, time and call) in O(1)
+        through `RouteInfoManager.renew` and return True, or return False having changed
+        nothing but the clock (a record at or after its time; then `apply` it). The
+        renewal builds no `ReplayEvent`: the `apply` of the same record would have returned
+        one whose change only re-registers the broker (``first=False``), which the caller
+        accounts for itself."""
         manager = self._managers.get(ns)
         return (manager is not None and self._clocks[ns].move_to(at_ms)
                 and manager.renew(call.registration) is not None)

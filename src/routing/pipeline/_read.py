@@ -26,7 +26,6 @@ from ..journal import (
     JournalEntry,
     JournalHeader,
     JournalReader,
-    JournalRecord,
     Register,
     RejectedLine,
     open_journal_bytes,
@@ -220,16 +219,13 @@ class NsStats:
     first_gap: tuple[int, int] | None = None
 
     def see(self, entry: JournalEntry) -> None:
-        if type(entry) is JournalRecord:
-            self.records += 1
-            if entry.at_ms > self.last_ms:
-                self.last_ms = entry.at_ms
-        elif isinstance(entry, JournalHeader):
+        if isinstance(entry, JournalHeader):
             self.headers += 1
             self.last_ms = max(self.last_ms, entry.start_ms)
         else:
             self.records += 1
-            self.last_ms = max(self.last_ms, entry.at_ms)
+            if entry.at_ms > self.last_ms:
+                self.last_ms = entry.at_ms
 
     def to_row(self, rejected: int) -> Row:
         return {"ns": self.ns, "first_ms": self.first_ms, "last_ms": self.last_ms,

@@ -152,7 +152,8 @@ def _answer_of(parts: Mapping[int, str], since_ms: int) -> Answer:
 
 @functools.lru_cache(maxsize=4096)
 def _single_answer(text: str) -> Answer:
-    return Answer.of(_parsed_route(text), None)
+    # parsed here, not through `_parsed_route`: only merges need the route kept
+    return Answer.of(TopicRouteData.from_json(text), None)
 
 
 class _Server:
