@@ -55,6 +55,7 @@ from ._read import (
     line_key,
     name_server_rows,
     raw_lines,
+    rejected_counts,
 )
 from ._schema import TABLES, sort_rows
 from ._spark_read import read, read_lines, to_parquet
@@ -73,6 +74,8 @@ _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("prima
 _CONTRIB_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
                     ("part", "long"), ("route_json", "string"))
 _BATCH_ROWS = 2048
+#: Tables `Analysis.write` writes at once (Spark jobs submitted from driver threads).
+WRITE_JOBS = 4
 
 #: Testing only (fault injection): a file path. The first replay task that runs while it is
 #: set creates that file (atomically: one task wins) after handing its first batch to Spark,
@@ -143,13 +146,23 @@ class Analysis:
         return {name: sort_rows(TABLES[name], [r.asDict(recursive=True) for r in df.collect()])
                 for name, df in self.tables.items()}
 
-    def write(self, out_dir: str, *, mode: str = "overwrite") -> None:
+    def write(self, out_dir: str, *, mode: str = "overwrite", jobs: int = WRITE_JOBS) -> None:
         """Write every table as Parquet under ``out_dir/<table>/``: one file per table, sorted
         by its key (one shuffle and one sort per table; a global ``orderBy`` would add a
-        sampling job per table, seconds in all for tables of a few thousand rows)."""
-        for name, df in self.tables.items():
-            (df.repartition(1).sortWithinPartitions(*TABLES[name].key)
+        sampling job per table, seconds in all for tables of a few thousand rows). Up to
+        ``jobs`` tables are written at once, from driver threads: most tables are small, and
+        one at a time their jobs leave the cores idle between them (about 0.1–0.3 s of
+        scheduling and commit each). The first error is raised once all have ended."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(name: str) -> None:
+            (self.tables[name].repartition(1).sortWithinPartitions(*TABLES[name].key)
              .write.mode(mode).parquet(f"{out_dir.rstrip('/')}/{name}"))
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            done = [pool.submit(one, name) for name in self.tables]
+        for future in done:
+            future.result()
 
     def unpersist(self) -> None:
         """Release the cached intermediate results."""
@@ -189,11 +202,16 @@ def _arrow_schema() -> Any:
     return pa.schema([pa.field(name, types[kind]) for name, kind in _WIDE])
 
 
-def _tag_rows(emitted: Iterable[Emitted]) -> Iterator[dict[str, Any]]:
+def _tag_rows(emitted: Iterable[Emitted], rejected: dict[str, int] | None = None
+              ) -> Iterator[dict[str, Any]]:
+    """Table rows as wide rows; ``rejected`` (if given) counts the ``rejected`` rows of
+    each name server, as `_read.rejected_counts` does."""
     for table, row in emitted:
         tagged = dict(row)
         tagged["kind"] = "row"
         tagged["tbl"] = table
+        if rejected is not None and table == "rejected" and row.get("ns") is not None:
+            rejected[row["ns"]] = rejected.get(row["ns"], 0) + 1
         yield tagged
 
 
@@ -241,16 +259,22 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
     reader's own key (`line_key`) decides: a line without one is judged by a fresh reader
     (it is rejected without touching state, wherever it is); a line whose key differs from
     the guess is reported as ``misrouted`` and the driver reruns the read stage with
-    Python's keys."""
+    Python's keys (one ``misrouted`` row per task says so).
+
+    At its end the task sends, besides its table rows, one ``stats`` row per name server
+    and one ``counts`` row (the task's rejected rows per name server, JSON): with the
+    ``sessions`` rows, all the driver collects, in one job."""
     reading = NsReading()
     derivers: dict[str, ReplayDeriver] = {}
     current: str | None = None
+    rejected: dict[str, int] = {}
+    misrouted = False
 
     def finish(ns: str | None) -> Iterator[dict[str, Any]]:
         deriver = derivers.pop(ns, None) if ns is not None else None
         if deriver is not None:
             deriver.end_ms = reading.stats[deriver.ns].last_ms
-            yield from _tag_rows(deriver.finish())
+            yield from _tag_rows(deriver.finish(), rejected)
 
     remembered, steady = reading.reader.remembered_name, reading.steady
     tuples = batches if rows else _rows_of(
@@ -274,11 +298,13 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
             else:
                 own = remembered(text) or line_key(text)[0]
             if own is not None and own != ns_key:
-                yield {"kind": "misrouted", "ns": own, "source": source, "line": line}
+                if not misrouted:  # the driver reruns the stage: one row says so
+                    misrouted = True
+                    yield {"kind": "misrouted", "ns": own, "source": source, "line": line}
                 continue
             entry = reading.feed(text, source, line, keyed=own is not None)
         if reading.rejected:  # hand them on at once: memory stays O(state), not O(lines)
-            yield from _tag_rows(("rejected", row) for row in reading.rejected)
+            yield from _tag_rows((("rejected", row) for row in reading.rejected), rejected)
             reading.rejected.clear()
         if entry is None:
             continue
@@ -287,7 +313,7 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
             deriver = derivers.get(ns)
             if deriver is None:
                 deriver = derivers[ns] = ReplayDeriver(ns, 0, end_ms=0)
-            yield from _tag_rows(deriver.apply(entry, (source, line, text)))
+            yield from _tag_rows(deriver.apply(entry, (source, line, text)), rejected)
         else:
             yield {"kind": "line", "ns": ns, "seq": entry.seq, "ts": entry.at_ms,
                    "op": entry.op, "source": source, "line": line, "text": text,
@@ -295,6 +321,7 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
     yield from finish(current)
     for stats in reading.stats.values():
         yield {"kind": "stats", "ns": stats.ns, "payload": json.dumps(stats.to_json())}
+    yield {"kind": "counts", "payload": json.dumps(rejected)}
 
 
 def _replay_step(spans: Mapping[str, tuple[int, int]], kill: str | None = None
@@ -417,7 +444,6 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
 
     say("listing inputs")
     found = read(spark, sources)
-    lines = found.lines
     # One parse per line on the JVM, with an explicit schema, names the partition key.
     # A record as the recorder writes it starts with {"ns":"<name>", (a regex, no parse);
     # other lines (headers, hand-made ones) take one from_json with an explicit schema.
@@ -425,18 +451,40 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     parsed = F.when(keys["journal"].isNotNull(), keys["nameserver"]).otherwise(keys["ns"])
     prefix = F.regexp_extract("text", r'^\{"ns":"([^"\\]*)",', 1)
     jvm_key = F.when(prefix != "", prefix).otherwise(parsed)
+    names: list[str] | None = None
     if found.first_names is not None:  # local files: their first lines name the servers
         names = sorted(found.first_names)
-    else:  # only headers name new name servers: a cheap substring filter, then parse those
+
+    def name_servers() -> list[str]:
+        """Only headers name new name servers: a cheap substring filter, then parse those."""
+        if names is not None:
+            return names
         say("finding name servers")
         headers = found.texts.filter(F.col("text").contains('"journal"'))
-        names = sorted(r[0] for r in headers.select(parsed.alias("k")).distinct().collect()
-                       if r[0] is not None)
+        return sorted(r[0] for r in headers.select(parsed.alias("k")).distinct().collect()
+                      if r[0] is not None)
 
-    def misrouted(stage: Any) -> bool:
-        return bool(stage.filter(F.col("kind") == "misrouted").limit(1).count())
+    def facts(stage: Any) -> tuple[Any, list[Any]]:
+        """One job: the read stage's rows minus route contributions, persisted (the small
+        tables are written from it), and what the driver needs from them (the misrouted
+        flag, stats, rejected counts, the sessions' ends)."""
+        side = keep(stage.filter((F.col("kind") != "line")
+                                 & (F.col("tbl").isNull() | (F.col("tbl") != "contrib"))))
+        wanted = side.filter(F.col("kind").isin("misrouted", "stats", "counts")
+                             | (F.col("tbl") == "sessions"))
+        return side, wanted.select("kind", "tbl", "payload", "ns", "broker_name", "end_ms",
+                                   "end_reason").collect()
 
-    stage2 = None
+    def misrouted(got: list[Any]) -> bool:
+        return any(r["kind"] == "misrouted" for r in got)
+
+    def drop(*frames: Any) -> None:
+        for df in frames:
+            df.unpersist()
+            persisted.remove(df)
+
+    stage2 = side = None
+    got: list[Any] = []
     read_tasks = 0
     if found.whole_files is not None and partition == "ns" and not found.split:
         # One local journal file per name server: each file is one task, read in order by
@@ -446,35 +494,45 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         stage2 = keep(files.mapInArrow(
             _local_file_step(found.paths, found.whole_files, kill), _WIDE_DDL))
         read_tasks = len(found.whole_files)
-        if misrouted(stage2):  # some file holds another name server's lines
-            stage2.unpersist()
-            persisted.remove(stage2)
+        side, got = facts(stage2)
+        if misrouted(got):  # some file holds another name server's lines
+            drop(stage2, side)
             stage2 = None
     if stage2 is None:
         read_tasks = found.scan_tasks()
-        count, salt = _salted_partitions(spark, names)
+        count, salt = _salted_partitions(spark, name_servers())
         if found.split:  # few large files: byte ranges, then one replay task per name server
             say("reading journals (byte ranges, then one task per name server)")
         else:
             say("reading journals (one task per name server)")
-        stage2 = keep(_read_stage(lines.withColumn("ns_key", jvm_key), count, salt,
+        stage2 = keep(_read_stage(found.lines.withColumn("ns_key", jvm_key), count, salt,
                                   partition == "ns", found.paths, kill))
-    if misrouted(stage2):
-        # Spark's JSON path and Python's json disagree on some line's name server (for
-        # example duplicate keys): partition by the reader's own key instead.
-        say("re-reading with Python's keys")
-        stage2.unpersist()
-        persisted.remove(stage2)
-        keyed = lines.withColumn("ns_key", _python_key()("text"))
-        count, salt = _salted_partitions(spark, names)
-        stage2 = keep(_read_stage(keyed, count, salt, partition == "ns", found.paths, kill))
-    stats = [NsStats.from_json(json.loads(r["payload"]))
-             for r in stage2.filter(F.col("kind") == "stats").select("payload").collect()]
+        side, got = facts(stage2)
+        if misrouted(got):
+            # Spark's JSON path and Python's json disagree on some line's name server (for
+            # example duplicate keys): partition by the reader's own key instead.
+            say("re-reading with Python's keys")
+            drop(stage2, side)
+            keyed = found.lines.withColumn("ns_key", _python_key()("text"))
+            stage2 = keep(_read_stage(keyed, count, salt, partition == "ns", found.paths,
+                                      kill))
+            side, got = facts(stage2)
+    stats = [NsStats.from_json(json.loads(r["payload"])) for r in got if r["kind"] == "stats"]
     spans = {s.ns: (s.first_ms, s.last_ms) for s in stats}
 
+    assert side is not None
+    ends = ("ns", "broker_name", "end_ms", "end_reason")
+    rejected_by_ns: dict[str, int] | None = None
     if partition == "ns":
-        rows = stage2.filter(F.col("kind") == "row")
+        rows = side.filter(F.col("kind") == "row")  # every table row but the contributions
+        contributions = stage2
         parts = dict.fromkeys(spans, 1)
+        sessions = [{c: r[c] for c in ends} for r in got if r["tbl"] == "sessions"]
+        rejected_by_ns = rejected_counts(found.notes)
+        for r in got:
+            if r["kind"] == "counts":
+                for ns, n in json.loads(r["payload"]).items():
+                    rejected_by_ns[ns] = rejected_by_ns.get(ns, 0) + n
     else:
         say("planning broker-group partitions")
         accepted = stage2.filter(F.col("kind") == "line").select(
@@ -503,19 +561,24 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
                         .select("ns", "comp", "primary", "seq", "ts", "op", "source", "line",
                                 "text")
                         .mapInArrow(_replay_step(spans, kill), _WIDE_DDL))
-        rows = replayed.unionByName(stage2.filter(F.col("kind") == "row"))
+        rows = contributions = replayed.unionByName(side.filter(F.col("kind") == "row"))
+        sessions = [r.asDict() for r in rows.filter(F.col("tbl") == "sessions")
+                    .select(*ends).collect()]
 
     def table(name: str, tagged: Any) -> Any:
         return tagged.filter(F.col("tbl") == name).select(*TABLES[name].names)
 
     say("sweeping topics")
     # which broker sessions ended when: tells a topic deleted on purpose from an outage
-    removals = session_removals(r.asDict() for r in table("sessions", rows).select(
-        "ns", "broker_name", "end_ms", "end_reason").collect())
-    contrib = rows.filter(F.col("tbl") == "contrib").select(*(c for c, _ in _CONTRIB_COLUMNS))
+    removals = session_removals(sessions)
+    contrib = contributions.filter(F.col("tbl") == "contrib").select(
+        *(c for c, _ in _CONTRIB_COLUMNS))
     swept = keep(contrib.repartition(F.col("topic"))
                  .sortWithinPartitions("topic", "at_ms", "ns", "seq", "part")
                  .mapInArrow(_topic_step(spans, at, removals), _WIDE_DDL))
+    # computed here, once: jobs that read it at the same time (`Analysis.write`) would
+    # otherwise each start the sweep, or wait for each other's partitions
+    swept.count()
     tables: dict[str, Any] = {}
     for name in ("sessions", "expiries", "rejected"):
         tables[name] = table(name, rows)
@@ -527,10 +590,11 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
                  "availability"):
         tables[name] = table(name, swept)
 
-    say("counting rejected lines")
-    rejected_by_ns = {r["ns"]: int(r["count"]) for r in
-                      tables["rejected"].filter(F.col("ns").isNotNull()).groupBy("ns")
-                      .count().collect()}
+    if rejected_by_ns is None:  # partition="group": the replay stage rejects lines too
+        say("counting rejected lines")
+        rejected_by_ns = {r["ns"]: int(r["count"]) for r in
+                          tables["rejected"].filter(F.col("ns").isNotNull()).groupBy("ns")
+                          .count().collect()}
     ns_rows = name_server_rows(stats, rejected_by_ns)
     tables["name_servers"] = spark.createDataFrame(
         [tuple(r[c] for c in TABLES["name_servers"].names) for r in ns_rows],

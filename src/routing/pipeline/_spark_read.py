@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,14 +141,14 @@ def _split_large_files(spark: Any, inputs: Sequence[InputFile]) -> int:
 
 @attrs.define
 class Lines:
-    """What `read` found: the numbered lines (``order_a, order_b, source, line, text,
-    raw``: ``raw`` holds the bytes of a line that is not UTF-8, whose ``text`` is null),
-    the bare ``text`` column of every line, the name servers named by the first line of
-    each local file (None when unknown), and rows about whole files (skipped, empty, a
-    gzip file cut short)."""
+    """What `read` found: the name servers named by the first line of each local file
+    (None when unknown), rows about whole files (skipped, empty, a gzip file cut short),
+    and, built on first use (planning only, no job), the numbered lines (``order_a,
+    order_b, source, line, text, raw``: ``raw`` holds the bytes of a line that is not
+    UTF-8, whose ``text`` is null) and the bare ``text`` column of every line. A run that
+    reads whole local files never builds them: each Spark text source costs tenths of a
+    second of planning on the driver."""
 
-    lines: Any
-    texts: Any
     first_names: set[str] | None
     notes: list[Row]
     #: input number (``order_a``) → path, for the files Spark reads as text
@@ -160,13 +160,29 @@ class Lines:
     #: few and large files: read them in byte ranges even when `whole_files` is known
     #: (`split_read`)
     split: bool = False
-    #: the text files' scan (one frame: its partitions are the read tasks), or None
-    scan: Any = None
+    #: builds (lines, texts, scan): ``scan`` is the text files' scan (one frame: its
+    #: partitions are the read tasks), or None
+    build: Callable[[], tuple[Any, Any, Any]] = attrs.field(default=None, repr=False)
+    _frames: tuple[Any, Any, Any] | None = attrs.field(default=None, init=False, repr=False)
+
+    def _built(self) -> tuple[Any, Any, Any]:
+        if self._frames is None:
+            self._frames = self.build()
+        return self._frames
+
+    @property
+    def lines(self) -> Any:
+        return self._built()[0]
+
+    @property
+    def texts(self) -> Any:
+        return self._built()[1]
 
     def scan_tasks(self) -> int:
         """How many tasks read the JSON Lines files by byte ranges, under the session's
         current ``spark.sql.files.maxPartitionBytes`` (planning only, no job)."""
-        return 0 if self.scan is None else int(self.scan.rdd.getNumPartitions())
+        scan = self._built()[2]
+        return 0 if scan is None else int(scan.rdd.getNumPartitions())
 
 
 _LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
@@ -212,23 +228,25 @@ def _gzip_state(path: str) -> tuple[int, BaseException | None]:
 
 
 def read(spark: Any, sources: Any) -> Lines:
-    """Every line of ``sources`` with its file and number (see `_Lines`)."""
-    from pyspark.sql import functions as F
-
+    """Every line of ``sources`` with its file and number (see `Lines`). Looks at the local
+    files (sizes, first lines, gzip ends) now; builds the Spark frames on first use."""
     if isinstance(sources, Mapping):
         rows = [(i, name, n, text) for i, (name, lines) in enumerate(sources.items())
                 for n, text in enumerate(lines, start=1)]
-        df = _python_lines(spark, rows)
-        return Lines(df, df.select("text"), None, [])
+
+        def in_memory() -> tuple[Any, Any, Any]:
+            df = _python_lines(spark, rows)
+            return df, df.select("text"), None
+
+        return Lines(None, [], build=in_memory)
     given = [str(sources)] if isinstance(sources, str | Path) else [str(p) for p in sources]
     inputs = _expand(spark, given)
     if not inputs:
         raise FileNotFoundError(f"no journal files in {given}")
-    _split_large_files(spark, inputs)
-    parts = []
-    texts = []
     notes: list[Row] = []
     paths: dict[int, str] = {}
+    parquets: dict[int, str] = {}
+    damaged: dict[int, list[tuple[str, int, str]]] = {}  # a cut-short gzip file's lines
     names: set[str] | None = set()
     firsts: dict[int, str | None] | None = {}
     for i, item in enumerate(inputs):
@@ -238,10 +256,7 @@ def read(spark: Any, sources: Any) -> Lines:
             continue
         if item.kind == "parquet":
             names = firsts = None
-            parts.append(spark.read.schema(LINES_SCHEMA_DDL).parquet(item.path).select(
-                F.lit(i).cast("long").alias("order_a"),
-                F.col("source_index").alias("order_b"), "source", "line", "text",
-                F.lit(None).cast("binary").alias("raw")))
+            parquets[i] = item.path
             continue
         if local:
             if os.path.getsize(item.path) == 0:
@@ -261,15 +276,47 @@ def read(spark: Any, sources: Any) -> Lines:
                     firsts = None
                     got = list(iter_lines([item], notes))
                     if got:
-                        parts.append(_python_lines(spark, [(i, *g) for g in got]))
+                        damaged[i] = got
                     continue
         else:
             names = firsts = None
         paths[i] = item.path
-        texts.append(spark.read.option("lineSep", "\n").text(item.path).select(
-            F.lit(i).cast("long").alias("order_a"), F.lit(item.path).alias("source"),
-            F.input_file_block_start().alias("block"),
-            F.monotonically_increasing_id().alias("mid"), F.col("value")))
+    whole: dict[int, str] | None = None
+    if firsts is not None and all(n is not None for n in firsts.values()):
+        named = {i: n for i, n in firsts.items() if n is not None}
+        if len(set(named.values())) == len(named):
+            whole = named
+    split = whole is not None and split_read(spark, [paths[i] for i in whole])
+
+    def frames() -> tuple[Any, Any, Any]:
+        return _frames(spark, inputs, paths, parquets, damaged)
+
+    return Lines(names, notes, paths, whole, split, build=frames)
+
+
+def _frames(spark: Any, inputs: Sequence[InputFile], paths: Mapping[int, str],
+            parquets: Mapping[int, str], damaged: Mapping[int, list[tuple[str, int, str]]]
+            ) -> tuple[Any, Any, Any]:
+    """`read`'s frames (lines, texts, scan), inputs in their order: Parquet copies, lines
+    of damaged gzip files read in Python, text files read by Spark."""
+    from pyspark.sql import functions as F
+
+    _split_large_files(spark, inputs)
+    parts = []
+    texts = []
+    for i in sorted({*paths, *parquets, *damaged}):
+        if i in parquets:
+            parts.append(spark.read.schema(LINES_SCHEMA_DDL).parquet(parquets[i]).select(
+                F.lit(i).cast("long").alias("order_a"),
+                F.col("source_index").alias("order_b"), "source", "line", "text",
+                F.lit(None).cast("binary").alias("raw")))
+        elif i in damaged:
+            parts.append(_python_lines(spark, [(i, *g) for g in damaged[i]]))
+        else:
+            texts.append(spark.read.option("lineSep", "\n").text(paths[i]).select(
+                F.lit(i).cast("long").alias("order_a"), F.lit(paths[i]).alias("source"),
+                F.input_file_block_start().alias("block"),
+                F.monotonically_increasing_id().alias("mid"), F.col("value")))
     raw = None
     if texts:
         raw = texts[0]
@@ -293,15 +340,9 @@ def read(spark: Any, sources: Any) -> Lines:
             (F.col("mid") - F.col("first_mid") + F.col("before") + 1).alias("line"),
             F.when(valid, F.col("value")).alias("text"),
             F.when(~valid, F.col("value").cast("binary")).alias("raw")))
-    whole: dict[int, str] | None = None
-    if firsts is not None and all(n is not None for n in firsts.values()):
-        named = {i: n for i, n in firsts.items() if n is not None}
-        if len(set(named.values())) == len(named):
-            whole = named
-    split = whole is not None and split_read(spark, [paths[i] for i in whole])
     if not parts:
         empty = spark.createDataFrame([], _LINES_DDL)
-        return Lines(empty, empty.select("text"), names, notes, paths, whole, split)
+        return empty, empty.select("text"), None
     lines = parts[0]
     for more in parts[1:]:
         lines = lines.unionByName(more)
@@ -310,7 +351,7 @@ def read(spark: Any, sources: Any) -> Lines:
     union = bare[0]
     for more in bare[1:]:
         union = union.unionByName(more)
-    return Lines(lines, union, names, notes, paths, whole, split, raw)
+    return lines, union, raw
 
 
 def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
