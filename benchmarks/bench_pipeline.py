@@ -126,6 +126,18 @@ def journals(size: int, quick: bool, log: Any = print) -> tuple[Path, int]:
 # --------------------------------------------------------------------------- child runs
 
 
+def _kind(pid: int) -> str:
+    """What a process of the run is: ``jvm``, ``driver`` (this Python) or ``python worker``."""
+    if pid == os.getpid():
+        return "driver"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return "other"
+    return "jvm" if argv and argv[0].endswith(b"java") else "python worker"
+
+
 class _PeakRss:
     """Samples the RSS of this process and all its descendants (Linux /proc) every 0.2 s,
     and their CPU time (user + system, the last value seen of each process: a JVM that
@@ -133,6 +145,8 @@ class _PeakRss:
 
     def __init__(self) -> None:
         self.peak = 0
+        #: each process's peak RSS, by pid: (kind, bytes); kinds: see `_kind`
+        self.by_pid: dict[int, tuple[str, int]] = {}
         self.cpu: dict[int, float] = {}
         self._tick = os.sysconf("SC_CLK_TCK")
         self._stop = threading.Event()
@@ -164,7 +178,18 @@ class _PeakRss:
         for pid in tree:
             if pid in cpu:
                 self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu[pid])
+            if pid in rss and rss[pid] > self.by_pid.get(pid, ("", 0))[1]:
+                self.by_pid[pid] = (self.by_pid[pid][0] if pid in self.by_pid
+                                    else _kind(pid), rss[pid])
         return sum(rss.get(p, 0) for p in tree)
+
+    def peaks_by_kind(self) -> dict[str, int]:
+        """The largest single process of each kind, MB (the JVM, the driver's Python, the
+        largest Python worker)."""
+        out: dict[str, int] = {}
+        for kind, size in self.by_pid.values():
+            out[kind] = max(out.get(kind, 0), round(size / 2**20))
+        return out
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
@@ -207,6 +232,7 @@ def _child(engine: str, path: str, out_dir: str, master: str,
             spark.stop()
     finally:
         result["peak_rss_mb"] = sampler.stop() / 2**20
+        result["peak_by_process_mb"] = sampler.peaks_by_kind()
         result["cpu_s"] = sum(sampler.cpu.values())
     return result
 
@@ -276,7 +302,8 @@ def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
                                          split_read_bytes if engine == "spark" else None)
                 r = got[engine]
                 say(f"  {engine}: {r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, "
-                    f"{r['peak_rss_mb']:.0f} MB")
+                    f"{r['peak_rss_mb']:.0f} MB (largest process of each kind, MB: "
+                    f"{r.get('peak_by_process_mb', {})})")
             differ = _equal(outs["reference"], outs["spark"]) if len(engines) == 2 else []
         finally:
             for out in outs.values():
@@ -287,6 +314,7 @@ def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
         for engine, r in got.items():
             extra: dict[str, Any] = {
                 "cpu_s": round(r["cpu_s"], 1), "peak_rss_mb": round(r["peak_rss_mb"]),
+                "peak_by_process_mb": r.get("peak_by_process_mb", {}),
                 "loadavg_1m": round(load, 1)}
             if len(got) == 2:
                 extra["equal"] = not differ
