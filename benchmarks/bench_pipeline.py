@@ -126,16 +126,22 @@ def journals(size: int, quick: bool, log: Any = print) -> tuple[Path, int]:
 # --------------------------------------------------------------------------- child runs
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def _kind(pid: int) -> str:
     """What a process of the run is: ``jvm``, ``driver`` (this Python) or ``python worker``."""
     if pid == os.getpid():
         return "driver"
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read().split(b"\0")
-    except OSError:
+    argv = _cmdline(pid).split(b"\0")
+    if not argv[0]:
         return "other"
-    return "jvm" if argv and argv[0].endswith(b"java") else "python worker"
+    return "jvm" if argv[0].endswith(b"java") else "python worker"
 
 
 class _PeakRss:
@@ -175,6 +181,14 @@ class _PeakRss:
                 if parent == pid and child not in tree:
                     tree.add(child)
                     frontier.append(child)
+        # A JVM starts a process (Hadoop's shell calls, Python workers) by spawning a copy of
+        # itself that shares its memory until it runs the new program: that copy shows the
+        # JVM's whole RSS for a moment and is not memory of its own (counting it had added
+        # about 1 GB to some peaks). Python workers forked by their daemon are real copies
+        # and stay counted (their shared pages twice: the figure errs high).
+        tree -= {pid for pid in tree if parents.get(pid) in tree
+                 and _kind(parents[pid]) == "jvm"
+                 and _cmdline(pid) == _cmdline(parents[pid])}
         for pid in tree:
             if pid in cpu:
                 self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu[pid])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 
 from routing._values import Perm, QueueData, TopicRouteData
-from routing.pipeline._topics import Answer, _single_answer, canonical_json
+from routing.pipeline._topics import Answer, _single_answer, _TextCache, canonical_json
 from routing.testing.strategies import topic_route_datas
 
 
@@ -25,3 +25,16 @@ def test_write_bit_and_read_queues_count_as_in_the_route() -> None:
     answer = _single_answer(canonical_json(route))
     assert (answer.read_queue_count, answer.writable_queue_count) == (5, 7)
     assert answer.writable and answer.present and answer.groups == ()
+
+
+def test_text_cache_forgets_everything_past_its_budget_in_characters() -> None:
+    made: list[str] = []
+
+    def make(text: str) -> int:
+        made.append(text)
+        return len(made)
+
+    cache = _TextCache(make, 10)
+    assert (cache("abcd"), cache("abcd"), cache("efgh")) == (1, 1, 2)  # 8 characters held
+    assert cache("ijk") == 3  # 11 > 10: the others are forgotten, "ijk" is kept
+    assert cache("ijk") == 3 and cache("abcd") == 4 and made == ["abcd", "efgh", "ijk", "abcd"]

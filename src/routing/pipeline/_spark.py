@@ -74,6 +74,9 @@ _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("prima
 _CONTRIB_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
                     ("part", "long"), ("route_json", "string"))
 _BATCH_ROWS = 2048
+#: ... or fewer, once their route and line texts reach this many characters (a route of a
+#: topic that every group serves can be 100 kB)
+_BATCH_CHARS = 4 << 20
 #: Tables `Analysis.write` writes at once (Spark jobs submitted from driver threads).
 WRITE_JOBS = 4
 
@@ -185,11 +188,14 @@ def _to_batches(rows: Iterable[dict[str, Any]]) -> Iterator[Any]:
 
     schema = _arrow_schema()
     chunk: list[dict[str, Any]] = []
+    held = 0  # characters of the long text columns in ``chunk``
     for row in rows:
         chunk.append(row)
-        if len(chunk) >= _BATCH_ROWS:
+        held += len(row.get("route_json") or "") + len(row.get("text") or "")
+        if len(chunk) >= _BATCH_ROWS or held >= _BATCH_CHARS:
             yield pa.RecordBatch.from_pylist(chunk, schema=schema)
             chunk = []
+            held = 0
     if chunk:
         yield pa.RecordBatch.from_pylist(chunk, schema=schema)
 

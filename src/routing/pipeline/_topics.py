@@ -21,11 +21,10 @@ deletion on purpose from an outage. All times are ms.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -38,6 +37,7 @@ __all__ = [
 ]
 
 Row = dict[str, Any]
+_V = TypeVar("_V")
 Emitted = tuple[str, Row]
 
 
@@ -132,12 +132,41 @@ class Answer:
 _ABSENT = Answer.of(None, None)
 
 
-@functools.lru_cache(maxsize=4096)
-def _parsed_route(text: str) -> TopicRouteData:
-    """``TopicRouteData.from_json`` of a contribution's text, remembered: a topic's route
-    takes a few shapes over and over (a broker leaves and comes back), and the routes are
-    immutable, so equal texts share one parsed route. O(len(text)) on a miss."""
-    return TopicRouteData.from_json(text)
+class _TextCache(Generic[_V]):
+    """``make(text)``, remembered by text while the remembered texts hold at most
+    ``budget`` characters; past it everything is forgotten at once (O(1) amortized). A
+    budget in characters, not a count of entries: a route of a topic served by every
+    group can be 100 kB of JSON, and 4 096 of them held a sweep worker at 0.5 GB."""
+
+    __slots__ = ("_budget", "_held", "_make", "_map")
+
+    def __init__(self, make: Callable[[str], _V], budget: int) -> None:
+        self._make = make
+        self._budget = budget
+        self._map: dict[str, _V] = {}
+        self._held = 0
+
+    def __call__(self, text: str) -> _V:
+        got = self._map.get(text)
+        if got is None:
+            got = self._make(text)
+            if self._held + len(text) > self._budget:
+                self._map.clear()
+                self._held = 0
+            self._map[text] = got
+            self._held += len(text)
+        return got
+
+    def clear(self) -> None:
+        self._map.clear()
+        self._held = 0
+
+
+#: ``TopicRouteData.from_json`` of a contribution's text, remembered: a topic's route takes
+#: a few shapes over and over (a broker leaves and comes back), and the routes are
+#: immutable, so equal texts share one parsed route. O(len(text)) on a miss. A parsed
+#: route takes several times its text's size: 4 M characters of text.
+_parsed_route: _TextCache[TopicRouteData] = _TextCache(TopicRouteData.from_json, 4 << 20)
 
 
 def _answer_of(parts: Mapping[int, str], since_ms: int) -> Answer:
@@ -150,8 +179,7 @@ def _answer_of(parts: Mapping[int, str], since_ms: int) -> Answer:
     return Answer.of(merge_routes(_parsed_route(parts[p]) for p in sorted(parts)), since_ms)
 
 
-@functools.lru_cache(maxsize=4096)
-def _single_answer(text: str) -> Answer:
+def _answer_of_text(text: str) -> Answer:
     """``Answer.of(TopicRouteData.from_json(text), None)`` for a contribution's text, read
     off the JSON document (one C-level ``json.loads``) instead of built as a route (about
     2 ms for a route of 20 groups) and dumped again: the text is the route's
@@ -165,6 +193,11 @@ def _single_answer(text: str) -> Answer:
                   writable_queue_count=sum(q["writeQueueNums"] for q in queues
                                            if q["perm"] & Perm.WRITE),
                   route_json=text)
+
+
+#: `_answer_of_text`, remembered by text (equal routes of different topics share it too):
+#: an answer holds its text, so 16 M characters.
+_single_answer: _TextCache[Answer] = _TextCache(_answer_of_text, 16 << 20)
 
 
 class _Server:
