@@ -5,19 +5,19 @@ Stages (every Python step calls the same code as `routing.pipeline.reference`):
 1. **Lines** (`_spark_read`): Spark's text source, files cut into byte ranges, line
    numbers computed on the JVM; a regex (records as the recorder writes them) or one
    ``from_json`` with an explicit schema (other lines) names a line's name server.
-2. **Read and replay.** When each local journal file holds one name server (the
-   recorder's layout), each file is one task that its Python worker reads itself, in
-   order (`_local_file_step`): the text never crosses into the JVM, no shuffle; a line of
-   another name server sends the run to the general path below. When those files are
+2. **Read and replay.** When each local journal file holds one name server (the recorder's
+   layout), each file is one task that its Python worker reads itself, in order
+   (`_spark_steps.local_file_step`): the text never crosses into the JVM, no shuffle; a line
+   of another name server sends the run to the general path below. When those files are
    fewer than the cores and one is larger than `_spark_read.SPLIT_READ_BYTES`, the general
-   path is taken at once, so the files are read in byte ranges (at least
-   ``SPLITS_PER_FILE`` tasks a file) instead of one task each. General path
-   (``partition="ns"``, the default): lines are hash-partitioned by name server (a salt
-   spreads the name servers over tasks) and sorted into reading order; one
-   `JournalReader` and one `ReplayDeriver` per name server stream them (the reader's
-   state is per name server, so this equals reading everything in one process). Each
-   task checks the JVM's key against Python's own (O(1) for a remembered periodic record,
-   else a parse); if they ever disagree the stage is redone with Python's keys.
+   path is taken at once, so the files are read in byte ranges (at least ``SPLITS_PER_FILE``
+   tasks a file) instead of one task each. General path (``partition="ns"``, the default):
+   lines are hash-partitioned by name server (a salt spreads the name servers over tasks)
+   and sorted into reading order; one `JournalReader` and one `ReplayDeriver` per name
+   server stream them (the reader's state is per name server, so this equals reading
+   everything in one process). Each task checks the JVM's key against Python's own (O(1) for
+   a remembered periodic record, else a parse); if they ever disagree the stage is redone
+   with Python's keys.
 3. With ``partition="group"``, stage 2 only reads, and the accepted lines are replayed per
    (name server, broker-group component) of ``_plan.py`` (entries touching the whole name
    server are copied to every component), sorted by sequence number.
@@ -27,7 +27,7 @@ Stages (every Python step calls the same code as `routing.pipeline.reference`):
    collected to the driver first: one tuple per session).
 
 Rows travel between stages typed, through Arrow (`mapInArrow`): one wide schema holds the
-columns of every table (`_WIDE`), a row fills its own; no JSON round trip. Intermediate
+columns of every table (`_spark_steps`), a row fills its own; no JSON round trip. Intermediate
 results are persisted on disk (``DISK_ONLY``: no partition is ever held in the JVM heap) so
 every table is computed once. Each Python task streams its sorted partition: it holds one
 reader and one manager per name server or component, never the partition's lines. Cost on
@@ -36,91 +36,36 @@ reader and one manager per name server or component, never the partition's lines
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from ..journal import JournalEntry, JournalReader
-from ._lifetime import Removals, session_removals
-from ._outputs import Emitted, ReplayDeriver, Row
-from ._plan import component_count, components, nodes_of, replay_entry
-from ._read import (
-    NsReading,
-    NsStats,
-    decode_line,
-    line_key,
-    name_server_rows,
-    raw_lines,
-    rejected_counts,
-)
+from ._lifetime import session_removals
+from ._outputs import Row
+from ._plan import component_count, components
+from ._read import NsStats, line_key, name_server_rows, rejected_counts
 from ._schema import TABLES, sort_rows
 from ._spark_read import read, read_lines, to_parquet
-from ._topics import Contribution, sweep_topic
+from ._spark_steps import (
+    CONTRIB_COLUMNS,
+    KILL_WORKER_ENV,
+    WIDE_DDL,
+    local_file_step,
+    read_step,
+    replay_step,
+    topic_step,
+)
 from .reference import RejectedRecords, gap_messages
 
-__all__ = ["Analysis", "analyze", "read_lines", "rows_equal", "to_parquet"]
+__all__ = ["KILL_WORKER_ENV", "Analysis", "analyze", "read_lines", "rows_equal", "to_parquet"]
 
 Progress = Callable[[str], None]
 
-#: Columns that tag a Python stage's output rows (besides the tables' own columns).
-_TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("primary", "boolean"),
-                ("op", "string"), ("ts", "long"), ("nodes", "array<string>"),
-                ("part", "long"), ("payload", "string"))
-#: Contributions: one partition's route of a topic after a record (`_topics.Contribution`).
-_CONTRIB_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
-                    ("part", "long"), ("route_json", "string"))
-_BATCH_ROWS = 2048
-#: ... or fewer, once their route and line texts reach this many characters (a route of a
-#: topic that every group serves can be 100 kB)
-_BATCH_CHARS = 4 << 20
 #: Tables `Analysis.write` writes at once (Spark jobs submitted from driver threads).
 WRITE_JOBS = 4
-
-#: Testing only (fault injection): a file path. The first replay task that runs while it is
-#: set creates that file (atomically: one task wins) after handing its first batch to Spark,
-#: then kills its own Python worker (``os._exit``); Spark must retry the task and the tables
-#: must not change. Read on the driver when `analyze` starts, so it needs no worker setup.
-KILL_WORKER_ENV = "ROUTING_TEST_KILL_WORKER_ONCE"
-
-
-def _killing_once(batches: Iterator[Any], marker: str | None) -> Iterator[Any]:
-    """``batches``; with a ``marker`` path (`KILL_WORKER_ENV`), the first task to create
-    it exits its Python worker right after its first batch went out."""
-    if not marker:
-        yield from batches
-        return
-    for n, batch in enumerate(batches):
-        yield batch
-        if n == 0:
-            try:
-                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            except FileExistsError:
-                continue
-            os._exit(17)  # the worker dies mid-task, its partial output already sent
-
-
-def _wide_columns() -> tuple[tuple[str, str], ...]:
-    """Every column a Python stage may emit: the tags, the contributions, the accepted
-    lines (``source, line, text``) and every table's columns, each name once with one type.
-    A row fills the columns of its table and leaves the rest null, so rows travel typed,
-    through Arrow, with no JSON round trip."""
-    columns: dict[str, str] = {}
-    specs = [*_TAG_COLUMNS, *_CONTRIB_COLUMNS, ("source", "string"), ("line", "long"),
-             ("text", "string")]
-    specs += [(c.name, c.type) for table in TABLES.values() for c in table.columns]
-    for name, kind in specs:
-        if columns.setdefault(name, kind) != kind:
-            raise AssertionError(f"column {name!r} has two types: {columns[name]}, {kind}")
-    return tuple(columns.items())
-
-
-_WIDE = _wide_columns()
-_WIDE_DDL = ", ".join(f"`{name}` {kind}" for name, kind in _WIDE)
-
 
 # --------------------------------------------------------------------------- results
 
@@ -173,212 +118,6 @@ class Analysis:
             df.unpersist()
 
 
-# --------------------------------------------------------------------------- python steps
-
-
-def _rows_of(batches: Iterable[Any], names: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-    for batch in batches:
-        columns = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
-        yield from zip(*columns, strict=True)
-
-
-def _to_batches(rows: Iterable[dict[str, Any]]) -> Iterator[Any]:
-    """Rows (dicts naming some of the `_WIDE` columns) as Arrow batches of the wide schema."""
-    import pyarrow as pa
-
-    schema = _arrow_schema()
-    chunk: list[dict[str, Any]] = []
-    held = 0  # characters of the long text columns in ``chunk``
-    for row in rows:
-        chunk.append(row)
-        held += len(row.get("route_json") or "") + len(row.get("text") or "")
-        if len(chunk) >= _BATCH_ROWS or held >= _BATCH_CHARS:
-            yield pa.RecordBatch.from_pylist(chunk, schema=schema)
-            chunk = []
-            held = 0
-    if chunk:
-        yield pa.RecordBatch.from_pylist(chunk, schema=schema)
-
-
-def _arrow_schema() -> Any:
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "long": pa.int64(), "double": pa.float64(),
-             "boolean": pa.bool_(), "array<string>": pa.list_(pa.string())}
-    return pa.schema([pa.field(name, types[kind]) for name, kind in _WIDE])
-
-
-def _tag_rows(emitted: Iterable[Emitted], rejected: dict[str, int] | None = None
-              ) -> Iterator[dict[str, Any]]:
-    """Table rows as wide rows; ``rejected`` (if given) counts the ``rejected`` rows of
-    each name server, as `_read.rejected_counts` does."""
-    for table, row in emitted:
-        tagged = dict(row)
-        tagged["kind"] = "row"
-        tagged["tbl"] = table
-        if rejected is not None and table == "rejected" and row.get("ns") is not None:
-            rejected[row["ns"]] = rejected.get(row["ns"], 0) + 1
-        yield tagged
-
-
-def _read_step(replay: bool, paths: Mapping[int, str], kill: str | None = None
-               ) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """Stage 2b: one reader per task over lines sorted by (name server, reading order).
-    With ``replay`` (``partition="ns"``), also replay and derive each whole name server;
-    otherwise emit each accepted line with the nodes it touches."""
-
-    def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _killing_once(_to_batches(_read_rows(batches, replay, paths)), kill)
-
-    return step
-
-
-def _local_file_step(paths: Mapping[int, str], names: Mapping[int, str],
-                     kill: str | None = None) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """Stage 2 on whole local files, read by the Python worker itself: a task's rows are
-    positions (``id``) in the sorted file indexes of ``names``; each file is read in order
-    (`_read.raw_lines`, as the reference reads it) and replayed as `_read_rows` does. The
-    JVM neither scans the text nor hands it over (the lines never cross into Arrow), so a
-    record costs only its Python work."""
-    paths, names = dict(paths), dict(names)
-    keys = sorted(names)  # task row ``id`` i reads file ``keys[i]``
-    # resolved on the driver: an executor's working directory is not the driver's
-    opened = {order: os.path.abspath(path) for order, path in paths.items()}
-
-    def lines(batches: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
-        for (index,) in _rows_of(batches, ("id",)):
-            order = keys[index]
-            path, ns = paths[order], names[order]
-            for number, text, raw in raw_lines(opened[order]):
-                yield order, path, number, text, raw, ns
-
-    def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _killing_once(_to_batches(_read_rows(lines(batches), True, paths, rows=True)),
-                             kill)
-
-    return step
-
-
-def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *,
-               rows: bool = False) -> Iterator[dict[str, Any]]:
-    """Lines arrive grouped by the JVM's guess of their name server (``ns_key``). The
-    reader's own key (`line_key`) decides: a line without one is judged by a fresh reader
-    (it is rejected without touching state, wherever it is); a line whose key differs from
-    the guess is reported as ``misrouted`` and the driver reruns the read stage with
-    Python's keys (one ``misrouted`` row per task says so).
-
-    At its end the task sends, besides its table rows, one ``stats`` row per name server
-    and one ``counts`` row (the task's rejected rows per name server, JSON): with the
-    ``sessions`` rows, all the driver collects, in one job."""
-    reading = NsReading()
-    derivers: dict[str, ReplayDeriver] = {}
-    current: str | None = None
-    rejected: dict[str, int] = {}
-    misrouted = False
-
-    def finish(ns: str | None) -> Iterator[dict[str, Any]]:
-        deriver = derivers.pop(ns, None) if ns is not None else None
-        if deriver is not None:
-            deriver.end_ms = reading.stats[deriver.ns].last_ms
-            yield from _tag_rows(deriver.finish(), rejected)
-
-    remembered, steady = reading.reader.remembered_name, reading.steady
-    tuples = batches if rows else _rows_of(
-        batches, ("order_a", "source", "line", "text", "raw", "ns_key"))
-    entry: JournalEntry | None
-    for order, source, line, text, raw, ns_key in tuples:
-        if source is None:
-            source = paths[order]
-        if ns_key != current:
-            yield from finish(current)
-            current = ns_key
-        hit = steady(text, ns_key) if replay and raw is None else None
-        if hit is not None:  # a remembered re-registration of this name server, in order
-            steady_deriver = derivers.get(ns_key)
-            if steady_deriver is not None and steady_deriver.renew(hit[3], hit[2]):
-                continue
-            entry = reading.reader.record_of(hit)
-        else:
-            if raw is not None:  # not UTF-8: rejected before any state is read
-                text, own = decode_line(raw), None
-            else:
-                own = remembered(text) or line_key(text)[0]
-            if own is not None and own != ns_key:
-                if not misrouted:  # the driver reruns the stage: one row says so
-                    misrouted = True
-                    yield {"kind": "misrouted", "ns": own, "source": source, "line": line}
-                continue
-            entry = reading.feed(text, source, line, keyed=own is not None)
-        if reading.rejected:  # hand them on at once: memory stays O(state), not O(lines)
-            yield from _tag_rows((("rejected", row) for row in reading.rejected), rejected)
-            reading.rejected.clear()
-        if entry is None:
-            continue
-        ns = entry.nameserver_id
-        if replay:
-            deriver = derivers.get(ns)
-            if deriver is None:
-                deriver = derivers[ns] = ReplayDeriver(ns, 0, end_ms=0)
-            yield from _tag_rows(deriver.apply(entry, (source, line, text)), rejected)
-        else:
-            yield {"kind": "line", "ns": ns, "seq": entry.seq, "ts": entry.at_ms,
-                   "op": entry.op, "source": source, "line": line, "text": text,
-                   "nodes": list(nodes_of(entry))}
-    yield from finish(current)
-    for stats in reading.stats.values():
-        yield {"kind": "stats", "ns": stats.ns, "payload": json.dumps(stats.to_json())}
-    yield {"kind": "counts", "payload": json.dumps(rejected)}
-
-
-def _replay_step(spans: Mapping[str, tuple[int, int]], kill: str | None = None
-                 ) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """Stage 3: replay each (name server, component) of the task, lines in seq order."""
-
-    def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _killing_once(_to_batches(_tag_rows(_replay_rows(batches, spans))), kill)
-
-    return step
-
-
-def _replay_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]]
-                 ) -> Iterator[Emitted]:
-    key: tuple[str, int] | None = None
-    reader = JournalReader()
-    deriver: ReplayDeriver | None = None
-    for ns, comp, primary, seq, ts, op, source, line, text in _rows_of(
-            batches, ("ns", "comp", "primary", "seq", "ts", "op", "source", "line", "text")):
-        if (ns, comp) != key:
-            if deriver is not None:
-                yield from deriver.finish()
-            key = (ns, comp)
-            reader = JournalReader()
-            deriver = ReplayDeriver(ns, comp, end_ms=spans[ns][1])
-        assert deriver is not None
-        entry = replay_entry(reader, ns, seq, ts, op, source, line, text)
-        yield from deriver.apply(entry, (source, line, text), primary=bool(primary))
-    if deriver is not None:
-        yield from deriver.finish()
-
-
-def _topic_step(spans: Mapping[str, tuple[int, int]], at: Sequence[int],
-                removals: Removals) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """Stage 4: sweep each topic of the task (contributions sorted by time)."""
-
-    def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_tag_rows(_topic_rows(batches, spans, at, removals)))
-
-    return step
-
-
-def _topic_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]],
-                at: Sequence[int], removals: Removals) -> Iterator[Emitted]:
-    names = ("ns", "topic", "at_ms", "seq", "part", "route_json")
-    rows = (Contribution(ns=r[0], topic=r[1], at_ms=r[2], seq=r[3], part=r[4], route_json=r[5])
-            for r in _rows_of(batches, names))
-    for topic, group in itertools.groupby(rows, key=lambda c: c.topic):
-        yield from sweep_topic(topic, group, spans, at, removals=removals)
-
-
 # --------------------------------------------------------------------------- the pipeline
 
 
@@ -402,7 +141,7 @@ def _read_stage(keyed: Any, count: int, salt: int, replay: bool,
     return (keyed.repartition(count, F.col("ns_key"), F.lit(salt))
             .sortWithinPartitions("ns_key", "order_a", "order_b", "line")
             .select("order_a", source.alias("source"), "line", "text", "raw", "ns_key")
-            .mapInArrow(_read_step(replay, dict(paths), kill), _WIDE_DDL))
+            .mapInArrow(read_step(replay, dict(paths), kill), WIDE_DDL))
 
 
 def _salted_partitions(spark: Any, names: Sequence[str]) -> tuple[int, int]:
@@ -498,7 +237,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         say("reading journals (one task per journal file)")
         files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
         stage2 = keep(files.mapInArrow(
-            _local_file_step(found.paths, found.whole_files, kill), _WIDE_DDL))
+            local_file_step(found.paths, found.whole_files, kill), WIDE_DDL))
         read_tasks = len(found.whole_files)
         side, got = facts(stage2)
         if misrouted(got):  # some file holds another name server's lines
@@ -566,7 +305,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
                         .sortWithinPartitions("ns", "comp", "seq")
                         .select("ns", "comp", "primary", "seq", "ts", "op", "source", "line",
                                 "text")
-                        .mapInArrow(_replay_step(spans, kill), _WIDE_DDL))
+                        .mapInArrow(replay_step(spans, kill), WIDE_DDL))
         rows = contributions = replayed.unionByName(side.filter(F.col("kind") == "row"))
         sessions = [r.asDict() for r in rows.filter(F.col("tbl") == "sessions")
                     .select(*ends).collect()]
@@ -578,10 +317,10 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     # which broker sessions ended when: tells a topic deleted on purpose from an outage
     removals = session_removals(sessions)
     contrib = contributions.filter(F.col("tbl") == "contrib").select(
-        *(c for c, _ in _CONTRIB_COLUMNS))
+        *(c for c, _ in CONTRIB_COLUMNS))
     swept = keep(contrib.repartition(F.col("topic"))
                  .sortWithinPartitions("topic", "at_ms", "ns", "seq", "part")
-                 .mapInArrow(_topic_step(spans, at, removals), _WIDE_DDL))
+                 .mapInArrow(topic_step(spans, at, removals), WIDE_DDL))
     # computed here, once: jobs that read it at the same time (`Analysis.write`) would
     # otherwise each start the sweep, or wait for each other's partitions
     swept.count()
