@@ -553,7 +553,7 @@ class _Spy:
 def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
           ) -> tuple[NameServerProcessor, _Spy, list[int]]:
     """A processor over a spy, and the list of body sizes whose CRC it computed."""
-    from routing.remoting import _processor
+    from routing.remoting import _register
 
     crcs: list[int] = []
 
@@ -561,7 +561,7 @@ def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
         crcs.append(len(data))
         return body_crc32(data)
 
-    monkeypatch.setattr(_processor, "body_crc32", counting_crc)
+    monkeypatch.setattr(_register, "body_crc32", counting_crc)
     spy = _Spy(r.RouteInfoManager(clock=clock))
     return NameServerProcessor(spy), spy, crcs  # type: ignore[arg-type]
 

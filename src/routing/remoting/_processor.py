@@ -39,14 +39,11 @@ from .._messages import (
 from .._values import MASTER_ID, BrokerData, DataVersion, QueueData, TopicRouteData
 from . import _admin as admin
 from ._bodies import (
-    RegisterBrokerBody,
-    body_crc32,
     decode_data_version,
     decode_route,
     encode_broker_member_group,
     encode_cluster_info,
     encode_data_version,
-    encode_kv_table,
     encode_route,
     encode_topic_list,
 )
@@ -54,9 +51,7 @@ from ._codec import FLAG_ONEWAY, RemotingCommand
 from ._codes import (
     CURRENT_VERSION,
     NAMESPACE_ORDER_TOPIC_CONFIG,
-    V3_0_11,
     V4_9_4,
-    V5_0_0,
     ZONE_MODE,
     ZONE_NAME,
     RequestCode,
@@ -64,7 +59,9 @@ from ._codes import (
 )
 from ._config import ConfigError, NamesrvConfig, from_routing
 from ._kv import KVStore
-from ._memo import LastRegistration, RegistrationMemo
+from ._memo import RegistrationMemo
+from ._outcome import Notification, Outcome
+from ._register import Renew, register_broker
 
 __all__ = ["KVStore", "NameServerProcessor", "Notification", "Outcome", "RouteManager"]
 
@@ -105,34 +102,6 @@ class RouteManager(Protocol):
     def has_unit_sub_topics(self) -> tuple[str, ...]: ...
     def has_unit_sub_non_unit_topics(self) -> tuple[str, ...]: ...
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerMemberGroup: ...
-
-
-@attrs.frozen(kw_only=True)
-class Notification:
-    """A oneway request the host should send to ``addr`` (a broker's listen address).
-
-    Java sends NOTIFY_MIN_BROKER_ID_CHANGE over a fresh client connection with a 300 ms
-    timeout (``RouteInfoManager.notifyMinBrokerIdChanged``); losing one is harmless.
-    """
-
-    addr: str
-    command: RemotingCommand
-
-
-@attrs.frozen(kw_only=True)
-class Outcome:
-    """What the host must do after one `NameServerProcessor` call.
-
-    ``response`` is None for oneway requests and for incoming responses. ``close`` lists
-    channels to close (expired brokers). ``removed`` is for logging. ``error`` is an
-    unexpected exception turned into SYSTEM_ERROR, for the host to log.
-    """
-
-    response: RemotingCommand | None = None
-    close: tuple[Hashable, ...] = ()
-    notifications: tuple[Notification, ...] = ()
-    removed: tuple[ExpiredBroker, ...] = ()
-    error: Exception | None = attrs.field(default=None, eq=False)
 
 
 class _Fields:
@@ -189,6 +158,14 @@ class NameServerProcessor:
     ``enable_all_topic_list``/``enable_topic_list``/``return_order_topic_config_to_broker``
     are ``NamesrvConfig``'s switches (all true by default). ``body_cache_entries`` bounds the
     number of brokers whose last registration is remembered, decoded (0 turns it off).
+
+    ``renew_unchanged=True`` lets a master's unchanged re-registration go through the
+    manager's ``renew`` (O(1), `routing.remoting._register`) when the manager has one; the
+    reply is the same bytes. ``renew`` tells the manager's listener nothing, where
+    ``register`` would hand it a `RouteChange` holding only ``BrokerRegistered(first=False)``
+    (no changed topic, no notification): leave it off (the default) when a listener must
+    see every re-registration. ``routing serve`` turns it on: its listener,
+    `on_route_change`, reads removal notices only.
     Thread-safe as far as the manager is; a host may call `process` from several threads.
     Cost per call: the manager's cost plus O(body size) to decode and encode; route bodies
     are cached per route snapshot, so a hot GET_ROUTEINFO_BY_TOPIC costs one dictionary
@@ -199,8 +176,12 @@ class NameServerProcessor:
                  enable_all_topic_list: bool = True, enable_topic_list: bool = True,
                  return_order_topic_config_to_broker: bool = True,
                  body_cache_entries: int = _BODY_CACHE_ENTRIES,
-                 settings: NamesrvConfig | None = None) -> None:
+                 settings: NamesrvConfig | None = None,
+                 renew_unchanged: bool = False) -> None:
         self.manager = manager
+        #: The manager's ``renew`` when ``renew_unchanged`` (see the class docstring).
+        self._renew: Renew | None = (getattr(manager, "renew", None) if renew_unchanged
+                                     else None)
         self.kv = kv if kv is not None else KVStore()
         if settings is None:
             settings = from_routing(manager.config, enable_all_topic_list=enable_all_topic_list,
@@ -349,81 +330,6 @@ class NameServerProcessor:
 
     # ------------------------------------------------------------------ brokers
 
-    def _register_broker(self, request: RemotingCommand, f: _Fields,
-                         channel: Hashable | None) -> Outcome:
-        registration = self._registration(request, f, channel)
-        if isinstance(registration, Outcome):
-            return registration
-        result = self.manager.register(registration)
-        if not result.accepted:
-            reason = result.rejection or "rejected"
-            if reason.startswith("stale"):
-                return self._ok(request)  # Java: an empty success for a stale epoch
-            return self._fail(request, ResponseCode.SYSTEM_ERROR,
-                              f"register broker failed: {reason}")
-        ext = {}
-        if result.ha_server_addr is not None:
-            ext["haServerAddr"] = result.ha_server_addr
-        if result.master_addr is not None:
-            ext["masterAddr"] = result.master_addr
-        payload = b""
-        if self.return_order_topic_config_to_broker:
-            table = self.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
-            if table is not None:
-                payload = encode_kv_table(table)
-        response = request.make_response(ResponseCode.SUCCESS, ext_fields=ext, body=payload)
-        return Outcome(response=response,
-                       notifications=self._notifications(result.notifications))
-
-    def _registration(self, request: RemotingCommand, f: _Fields,
-                      channel: Hashable | None) -> Registration | Outcome:
-        """The `Registration` a REGISTER_BROKER request stands for, or the CRC failure.
-
-        A request equal to the broker's last one (header fields, version, channel, and the
-        body byte for byte) gets the remembered `Registration` itself (see `_memo`): no
-        CRC (equal bytes were checked), no decoding, and the manager's O(1) case. The same
-        body under a changed header (a reconnect, a new timeout) skips CRC and decoding.
-        Otherwise O(body): CRC, JSON and the topic table's checks.
-        """
-        data, version, ext = request.body, request.version, request.ext_fields
-        key = (ext.get("clusterName"), ext.get("brokerAddr"))
-        memo = self._memo.get(key)
-        if memo is not None and memo.same_request(ext, version, data, channel):
-            return memo.registration
-        name, addr, cluster = f.text("brokerName"), f.text("brokerAddr"), f.text("clusterName")
-        ha_addr = f.text("haServerAddr")
-        broker_id = f.long("brokerId")
-        timeout = f.optional_long("heartbeatTimeoutMillis")
-        acting = f.optional_bool("enableActingMaster")
-        compressed = bool(f.optional_bool("compressed"))
-        crc = f.optional_long("bodyCrc32") or 0
-        era = 0 if version < V3_0_11 else (1 if version < V5_0_0 else 2)
-        if memo is not None and memo.data != data:
-            memo = None  # only the body of the last request is of use from here on
-        checked = memo.crc if memo is not None else None
-        if crc != 0 and crc != checked:
-            checked = body_crc32(data)
-            if checked != crc:
-                return self._fail(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        if memo is not None and memo.compressed == compressed and memo.era == era:
-            body = memo.body
-        elif data:
-            body = RegisterBrokerBody.decode(data, compressed=compressed, version=version)
-        else:
-            body = RegisterBrokerBody()
-        registration = Registration(
-            cluster=cluster, broker_name=name, broker_id=broker_id, broker_addr=addr,
-            ha_server_addr=ha_addr or None, zone_name=f.optional_text(ZONE_NAME),
-            heartbeat_timeout_ms=timeout, enable_acting_master=acting,
-            data_version=body.data_version, topics=body.topics,
-            topic_queue_mappings=body.topic_queue_mappings,
-            filter_servers=body.filter_servers if version >= V3_0_11 else None,
-            channel=channel)
-        self._memo.remember(key, LastRegistration(
-            ext=ext, version=version, data=data, channel=channel, compressed=compressed,
-            era=era, crc=checked, body=body, registration=registration))
-        return registration
-
     def _unregister_broker(self, request: RemotingCommand, f: _Fields,
                            channel: Hashable | None) -> Outcome:
         self._take_removal_notices()
@@ -569,7 +475,7 @@ _HANDLERS: dict[int, _Handler] = {
     RequestCode.GET_KV_CONFIG: admin.get_kv,
     RequestCode.DELETE_KV_CONFIG: admin.delete_kv,
     RequestCode.GET_KVLIST_BY_NAMESPACE: admin.kv_list,
-    RequestCode.REGISTER_BROKER: _P._register_broker,
+    RequestCode.REGISTER_BROKER: register_broker,
     RequestCode.UNREGISTER_BROKER: _P._unregister_broker,
     RequestCode.QUERY_DATA_VERSION: _P._query_data_version,
     RequestCode.BROKER_HEARTBEAT: _P._heartbeat,

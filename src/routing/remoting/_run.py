@@ -112,7 +112,7 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
         routes, journal, path = _open_journal(journal_dir, manager,
                                               nameserver_id or f"{host}:{port}")
         _log(logging.INFO, "journal_opened", path=path)
-    processor = NameServerProcessor(routes, kv=kv, settings=settings)
+    processor = NameServerProcessor(routes, kv=kv, settings=settings, renew_unchanged=True)
     current = processor.settings
     idle_s = int(current.get("serverChannelMaxIdleTimeSeconds") or 120)
     host_ = NameServerHost(
