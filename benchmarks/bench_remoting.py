@@ -94,12 +94,15 @@ def _topics(n: int, prefix: str = "Topic") -> dict[str, r.TopicConfig]:
 
 
 def _register_frame(name: str, addr: str, topics: dict[str, r.TopicConfig], counter: int,
-                    kind: SerializeType = SerializeType.JSON) -> bytes:
+                    kind: SerializeType = SerializeType.JSON, opaque: int | None = None
+                    ) -> bytes:
+    """A REGISTER_BROKER frame; ``opaque`` (the request number) defaults to ``counter``."""
     body = RegisterBrokerBody(data_version=r.DataVersion(timestamp=1_700_000_000_000,
                                                          counter=counter),
                               topics=topics).encode()
     return encode(RemotingCommand(
-        code=RequestCode.REGISTER_BROKER, version=CURRENT_VERSION, opaque=counter,
+        code=RequestCode.REGISTER_BROKER, version=CURRENT_VERSION,
+        opaque=counter if opaque is None else opaque,
         serialize_type=kind, body=body,
         ext_fields={"brokerName": name, "brokerAddr": addr, "clusterName": "DefaultCluster",
                     "haServerAddr": addr, "brokerId": "0", "enableActingMaster": "false",

@@ -32,6 +32,7 @@ import attrs
 from .._errors import RoutingError
 from .._frozen import FrozenMap, freeze_map
 from ._codes import CURRENT_VERSION, MAX_FRAME_BYTES, LanguageCode, SerializeType
+from ._header_memo import HeaderMemo
 
 __all__ = [
     "FLAG_ONEWAY",
@@ -355,7 +356,7 @@ def _loads(text: str) -> Any:
     return doc
 
 
-def _decode_json_header(raw: memoryview,
+def _decode_json_header(raw: memoryview | bytes,
                         ) -> tuple[int, LanguageCode, int, int, int, str | None, dict[str, str]]:
     text = _text(raw)
     try:
@@ -402,8 +403,10 @@ def _decode_json_header(raw: memoryview,
     return (code, lang, version, opaque, flag, remark, ext)
 
 
-def _decode_frame(frame: memoryview) -> RemotingCommand:
-    """Decode one frame without its length prefix (Java ``RemotingCommand.decode``)."""
+def _decode_frame(frame: memoryview, memo: HeaderMemo | None = None) -> RemotingCommand:
+    """Decode one frame without its length prefix (Java ``RemotingCommand.decode``); with
+    ``memo`` (the connection's), a JSON header it remembers but for the opaque is not
+    parsed again (`HeaderMemo`)."""
     if len(frame) < 4:
         raise ProtocolError(f"frame of {len(frame)} bytes has no header-length word")
     (word,) = _INT32.unpack_from(frame, 0)
@@ -412,6 +415,18 @@ def _decode_frame(frame: memoryview) -> RemotingCommand:
         raise ProtocolError(f"header length {header_length} is longer than the frame "
                             f"({len(frame) - 4} bytes after the header-length word)")
     end = 4 + header_length
+    if kind == SerializeType.JSON and memo is not None:
+        header = bytes(frame[4:end])
+        found = memo.find(header)
+        if found is not None and _INT32_MIN <= found[1] <= _INT32_MAX:
+            (code, language, version, flag, remark, fields), opaque = found
+            return _trusted(code, language, version, opaque, flag, remark, fields,
+                            bytes(frame[end:]), SerializeType.JSON)
+        code, language, version, opaque, flag, remark, ext = _decode_json_header(header)
+        fields = _adopt(ext) if ext else _EMPTY
+        memo.remember(header, opaque, (code, language, version, flag, remark or None, fields))
+        return _trusted(code, language, version, opaque, flag, remark or None, fields,
+                        bytes(frame[end:]), SerializeType.JSON)
     if kind == SerializeType.JSON:
         code, language, version, opaque, flag, remark, ext = _decode_json_header(frame[4:end])
         serialize_type = SerializeType.JSON
@@ -479,7 +494,7 @@ class FrameDecoder:
     ([], [106, 106])
     """
 
-    __slots__ = ("_buf", "_error", "max_frame_bytes")
+    __slots__ = ("_buf", "_error", "_headers", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
         if max_frame_bytes < 8:
@@ -488,6 +503,7 @@ class FrameDecoder:
         self.max_frame_bytes = max_frame_bytes
         self._buf = bytearray()
         self._error: str | None = None
+        self._headers = HeaderMemo()
 
     @property
     def buffered(self) -> int:
@@ -502,17 +518,24 @@ class FrameDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         """Add received bytes; return the commands completed by them, in order.
 
-        Cost: O(len(data)) plus the decoding of each completed frame. On a protocol error the
-        exception's ``commands`` carries the commands decoded before the bad frame.
+        Cost: O(len(data)) plus the decoding of each completed frame: frames wholly inside
+        ``data`` (``bytes``) with nothing buffered are decoded in place, only a trailing
+        partial frame is copied. On a protocol error the exception's ``commands`` carries
+        the commands decoded before the bad frame.
         """
         if self._error is not None:
             raise ProtocolError(f"decoder closed after an earlier error: {self._error}")
         buf = self._buf
-        buf += data
+        if buf or type(data) is not bytes:
+            buf += data
+            source: bytes | bytearray = buf
+        else:
+            source = data
         commands: list[RemotingCommand] = []
-        pos, size = 0, len(buf)
+        headers = self._headers
+        pos, size = 0, len(source)
         try:
-            with memoryview(buf) as view:
+            with memoryview(source) as view:
                 while size - pos >= 4:
                     (length,) = _INT32.unpack_from(view, pos)
                     _check_length(length, self.max_frame_bytes)
@@ -529,12 +552,15 @@ class FrameDecoder:
                     end = pos + 4 + length
                     if end > size:
                         break
-                    commands.append(_decode_frame(view[pos + 4:end]))
+                    commands.append(_decode_frame(view[pos + 4:end], headers))
                     pos = end
         except ProtocolError as exc:
             self._error = str(exc)
             self._buf = bytearray()
             raise ProtocolError(str(exc), commands=tuple(commands)) from None
-        if pos:
-            del buf[:pos]
+        if source is buf:
+            if pos:
+                del buf[:pos]
+        elif pos < size:
+            buf += source[pos:] if pos else source
         return commands
