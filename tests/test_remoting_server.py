@@ -428,3 +428,60 @@ def test_unencodable_response_becomes_system_error() -> None:
             client.close()
 
     run(scenario)
+
+
+class _Seen:
+    """A manager wrapper recording the body objects that reach ``register``/``renew``."""
+
+    def __init__(self, manager: r.RouteInfoManager) -> None:
+        self.manager = manager
+        self.tables: list[object] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.manager, name)
+
+    def register(self, registration: r.Registration) -> r.RegisterResult:
+        self.tables.append(registration.topics)
+        return self.manager.register(registration)
+
+    def renew(self, registration: r.Registration) -> int | None:
+        self.tables.append(registration.topics)
+        return self.manager.renew(registration)
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096, 200_000])
+def test_large_frames_in_any_pieces_are_answered_and_decoded_once(piece: int) -> None:
+    """A 1 000-topic registration (~150 KB) sent whole and cut into pieces of ``piece``
+    bytes (a partial frame is kept by the connection, whole ones decoded in the shared
+    receive buffer); each answer right, and the body decoded once: an equal body is the
+    connection's previous object, so the processor's memo hands over the same table."""
+    seen = _Seen(r.RouteInfoManager())
+    topics = {f"T{i}": r.TopicConfig(topic_name=f"T{i}", write_queue_nums=8) for i in range(1_000)}
+    body = RegisterBrokerBody(data_version=r.DataVersion(counter=1, timestamp=1),
+                              topics=topics).encode()
+    fields = registration_fields("b", "10.0.0.9:10911", bodyCrc32=str(body_crc32(body)))
+
+    async def scenario() -> None:
+        proc = NameServerProcessor(seen, renew_unchanged=True)  # type: ignore[arg-type]
+        async with NameServerHost(proc, host="127.0.0.1", port=0,
+                                  read_chunk_bytes=64 * 1024) as host:
+            client = await Client.connect(host.address)
+            for opaque in range(1, 5):
+                frame = encode(RemotingCommand(code=RequestCode.REGISTER_BROKER, opaque=opaque,
+                                               version=CURRENT_VERSION, ext_fields=fields,
+                                               body=body))
+                for start in range(0, len(frame), piece):
+                    client.writer.write(frame[start:start + piece])
+                    await client.writer.drain()
+                while not any(c.opaque == opaque for c in client.pending):
+                    data = await client.reader.read(65536)
+                    assert data
+                    client.pending += client.decoder.feed(data)
+                [answer] = [c for c in client.pending if c.opaque == opaque]
+                assert answer.code == ResponseCode.SUCCESS, answer.remark
+            client.close()
+            assert len(seen.tables) == 5  # first: renew misses, then register; 3 renewals
+            assert all(t is seen.tables[0] for t in seen.tables)
+            assert seen.manager.pickup_route("T999") is not None
+
+    run(scenario)

@@ -421,12 +421,12 @@ def _decode_frame(frame: memoryview, memo: HeaderMemo | None = None) -> Remoting
         if found is not None and _INT32_MIN <= found[1] <= _INT32_MAX:
             (code, language, version, flag, remark, fields), opaque = found
             return _trusted(code, language, version, opaque, flag, remark, fields,
-                            bytes(frame[end:]), SerializeType.JSON)
+                            memo.body(frame[end:]), SerializeType.JSON)
         code, language, version, opaque, flag, remark, ext = _decode_json_header(header)
         fields = _adopt(ext) if ext else _EMPTY
         memo.remember(header, opaque, (code, language, version, flag, remark or None, fields))
         return _trusted(code, language, version, opaque, flag, remark or None, fields,
-                        bytes(frame[end:]), SerializeType.JSON)
+                        memo.body(frame[end:]), SerializeType.JSON)
     if kind == SerializeType.JSON:
         code, language, version, opaque, flag, remark, ext = _decode_json_header(frame[4:end])
         serialize_type = SerializeType.JSON
@@ -436,8 +436,9 @@ def _decode_frame(frame: memoryview, memo: HeaderMemo | None = None) -> Remoting
         serialize_type = SerializeType.ROCKETMQ
     else:
         raise ProtocolError(f"unknown serialize type {kind} in the header-length word")
+    body = bytes(frame[end:]) if memo is None else memo.body(frame[end:])
     return _trusted(code, language, version, opaque, flag, remark or None,
-                    _adopt(ext) if ext else _EMPTY, bytes(frame[end:]), serialize_type)
+                    _adopt(ext) if ext else _EMPTY, body, serialize_type)
 
 
 _FROZEN_DATA = FrozenMap.__dict__["_data"].__set__
@@ -519,18 +520,20 @@ class FrameDecoder:
         """Add received bytes; return the commands completed by them, in order.
 
         Cost: O(len(data)) plus the decoding of each completed frame: frames wholly inside
-        ``data`` (``bytes``) with nothing buffered are decoded in place, only a trailing
-        partial frame is copied. On a protocol error the exception's ``commands`` carries
+        ``data`` (``bytes``, or a byte ``memoryview`` such as a receive buffer: the
+        commands never refer to it) with nothing buffered are decoded in place, only a
+        trailing partial frame is copied. On a protocol error the exception's ``commands`` carries
         the commands decoded before the bad frame.
         """
         if self._error is not None:
             raise ProtocolError(f"decoder closed after an earlier error: {self._error}")
         buf = self._buf
-        if buf or type(data) is not bytes:
-            buf += data
-            source: bytes | bytearray = buf
+        if not buf and (type(data) is bytes or (type(data) is memoryview and data.ndim == 1
+                                                and data.format == "B")):
+            source: bytes | bytearray | memoryview = data  # decoded in place
         else:
-            source = data
+            buf += data
+            source = buf
         commands: list[RemotingCommand] = []
         headers = self._headers
         pos, size = 0, len(source)

@@ -1,4 +1,5 @@
-"""A connection's recent JSON headers, decoded, told apart by everything but the opaque.
+"""A connection's recent JSON headers, decoded, told apart by everything but the opaque;
+and its last body.
 
 A broker re-sends the same request header again and again (REGISTER_BROKER every 30 s,
 heartbeats every few seconds) with one difference: ``opaque``, the request number. Java's
@@ -34,10 +35,23 @@ class HeaderMemo:
     """Per connection: header prefix -> (suffix, decoded fields). Not thread-safe (one per
     `FrameDecoder`); at most ``_ENTRIES`` headers of a few hundred bytes."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_last_body")
 
     def __init__(self) -> None:
         self._entries: dict[bytes, tuple[bytes, Any]] = {}
+        self._last_body = b""
+
+    def body(self, view: memoryview) -> bytes:
+        """``bytes(view)``, but the connection's previous body object itself when ``view``
+        holds the same bytes (one memcmp, no allocation): a broker re-sends its body
+        unchanged, and the processor's memo then sees the very object it keeps
+        (`routing.remoting._memo`), so its comparison is an identity test. Holds one body
+        per connection, which that memo holds too in the steady state. O(len(view))."""
+        last = self._last_body
+        if len(last) == len(view) and last and last.startswith(view):
+            return last
+        body = self._last_body = bytes(view)
+        return body
 
     def find(self, header: bytes) -> tuple[Any, int] | None:
         """(the remembered fields, this header's opaque) if ``header`` is a remembered one

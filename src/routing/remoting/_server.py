@@ -36,8 +36,9 @@ from ._admission import (
     request_class,
 )
 from ._admission import log_event as _log
-from ._codec import FrameDecoder, ProtocolError, RemotingCommand, encode
+from ._codec import ProtocolError, RemotingCommand, encode
 from ._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from ._connection import Connection as _Connection
 from ._processor import NameServerProcessor, Notification, Outcome
 
 if TYPE_CHECKING:
@@ -69,16 +70,6 @@ class Channel:
         return f"#{self.id}({self.peer})"
 
 
-class _Connection:
-    __slots__ = ("channel", "eof", "finished", "last_read_s", "pending", "writer")
-
-    def __init__(self, channel: Channel, writer: asyncio.StreamWriter, now_s: float) -> None:
-        self.channel, self.writer, self.last_read_s = channel, writer, now_s
-        self.pending = 0        # admitted requests not answered yet
-        self.eof = False        # nothing more will be read
-        self.finished = False   # channel_closed done
-
-
 class NameServerHost:
     """Serves a `NameServerProcessor` over TCP with asyncio.
 
@@ -95,7 +86,7 @@ class NameServerHost:
 
     def __init__(self, processor: NameServerProcessor, *, host: str = "127.0.0.1",
                  port: int = 9876, scan_interval_ms: int = 5_000,
-                 max_frame_bytes: int = MAX_FRAME_BYTES, read_chunk_bytes: int = 64 * 1024,
+                 max_frame_bytes: int = MAX_FRAME_BYTES, read_chunk_bytes: int = 256 * 1024,
                  write_buffer_bytes: int = 4 * 1024 * 1024,
                  idle_timeout_ms: int | None = 120_000,
                  client_queue_capacity: int = 50_000, default_queue_capacity: int = 10_000,
@@ -121,7 +112,7 @@ class NameServerHost:
         self.idle_timeout_ms = idle_timeout_ms
         self._ids = itertools.count(1)
         self._connections: dict[Channel, _Connection] = {}
-        self._handlers: set[asyncio.Task[None]] = set()
+        self._receive: memoryview | None = None  # the shared receive buffer
         self._notifications: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._scanner: asyncio.Task[None] | None = None
@@ -146,7 +137,8 @@ class NameServerHost:
 
     async def start(self) -> tuple[str, int]:
         """Listen and start the expiry timer. Returns the bound address."""
-        self._server = await asyncio.start_server(self._serve_connection, self.host, self.port)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._connection, self.host, self.port)
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
         self._scanner = asyncio.create_task(self._scan_loop(), name="routing-scan")
@@ -170,10 +162,8 @@ class NameServerHost:
             self._scanner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._scanner
-        for task in list(self._handlers):  # stop reading; what was read stays queued
-            task.cancel()
-        if self._handlers:
-            await asyncio.wait(set(self._handlers), timeout=self.grace_ms / 1000)
+        for conn in list(self._connections.values()):  # what was read stays queued
+            conn.stop_reading("shutdown")
         in_flight = sum(len(q) + q.busy for q in self.queues.values())
         try:
             async with asyncio.timeout(self.grace_ms / 1000):
@@ -186,14 +176,14 @@ class NameServerHost:
             task.cancel()
         conns = list(self._connections.values())
         for conn in conns:
-            conn.writer.close()
-        closing = [asyncio.ensure_future(c.writer.wait_closed()) for c in conns]
+            conn.close()
+        closing = [asyncio.ensure_future(c.wait_closed()) for c in conns]
         if closing:  # answers flush; a peer that does not read is cut off after the grace
             _, late = await asyncio.wait(closing, timeout=self.grace_ms / 1000)
             for task in late:
                 task.cancel()
             for conn in conns if late else ():
-                conn.writer.transport.abort()
+                conn.abort()
             for task in closing:
                 if not task.cancelled():
                     task.exception()  # retrieved: a reset peer is not an error here
@@ -206,49 +196,26 @@ class NameServerHost:
 
     # ------------------------------------------------------------------ connections
 
-    async def _serve_connection(self, reader: asyncio.StreamReader,
-                                writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._handlers.add(task)
-        peer = writer.get_extra_info("peername")
+    def _connection(self) -> _Connection:
+        """A new connection's protocol (`routing.remoting._connection`); all share the
+        host's receive buffer of ``read_chunk_bytes``."""
+        if self._receive is None:
+            self._receive = memoryview(bytearray(self.read_chunk_bytes))
+        return _Connection(self._channel_of, self._receive, self.max_frame_bytes,
+                           self.write_buffer_bytes, self._admit, self._ended)
+
+    def _channel_of(self, conn: _Connection, transport: asyncio.BaseTransport) -> Channel:
+        """A new connection's handle; the connection is now the host's."""
+        peer = transport.get_extra_info("peername")
         channel = Channel(id=next(self._ids), peer=f"{peer[0]}:{peer[1]}" if peer else "?")
-        loop = asyncio.get_running_loop()
-        conn = _Connection(channel, writer, loop.time())
         self._connections[channel] = conn
-        writer.transport.set_write_buffer_limits(high=self.write_buffer_bytes)
-        decoder = FrameDecoder(self.max_frame_bytes)
-        _log(logging.DEBUG, "connection_opened", channel=channel)
-        reason = "eof"
-        try:
-            while not self._closing:
-                await writer.drain()  # backpressure: stop reading until the peer reads
-                data = await reader.read(self.read_chunk_bytes)
-                if not data:
-                    break
-                conn.last_read_s = loop.time()
-                error: ProtocolError | None = None
-                try:
-                    commands = decoder.feed(data)
-                except ProtocolError as exc:
-                    commands, error = list(exc.commands), exc
-                for command in commands:
-                    self._admit(command, conn)
-                if error is not None:
-                    reason = "protocol_error"
-                    _log(logging.WARNING, "protocol_error", channel=channel, error=error)
-                    break
-        except (ConnectionError, OSError) as exc:
-            reason = type(exc).__name__
-        except asyncio.CancelledError:
-            reason = "shutdown"
-        finally:
-            conn.eof = True
-            _log(logging.DEBUG, "connection_closed", channel=channel, reason=reason)
-            if task is not None:
-                self._handlers.discard(task)
-            if not self._closing:
-                self._finish(conn)
+        return channel
+
+    def _ended(self, conn: _Connection) -> None:
+        """``conn`` reads nothing more: finish it once its requests are answered (at
+        shutdown `close` does)."""
+        if not self._closing:
+            self._finish(conn)
 
     def _admit(self, command: RemotingCommand, conn: _Connection) -> None:
         """Queue ``command`` in its class's queue, or answer SYSTEM_BUSY if it is full."""
@@ -258,8 +225,8 @@ class NameServerHost:
         if queue.offer(Job(conn, command)):
             conn.pending += 1
             return
-        if not command.is_oneway and not conn.writer.is_closing():
-            conn.writer.write(encode(command.make_response(ResponseCode.SYSTEM_BUSY,
+        if not command.is_oneway and not conn.is_closing():
+            conn.write(encode(command.make_response(ResponseCode.SYSTEM_BUSY,
                                                            BUSY_REMARK)))
         _log(logging.DEBUG, "request_rejected", channel=conn.channel, code=command.code,
              queue=queue.name, reason="system_busy")
@@ -271,7 +238,7 @@ class NameServerHost:
             return
         conn.finished = True
         self._connections.pop(conn.channel, None)
-        conn.writer.close()
+        conn.close()
         outcome = self.processor.channel_closed(conn.channel)
         if self.metrics is not None and outcome.removed:
             self.metrics.broker_removed("channel_closed", len(outcome.removed))
@@ -335,14 +302,14 @@ class NameServerHost:
             log.error("processor error on %s", conn.channel if conn else None,
                       exc_info=outcome.error, extra={"event": "processor_error"})
         response = outcome.response
-        if response is not None and conn is not None and not conn.writer.is_closing():
+        if response is not None and conn is not None and not conn.is_closing():
             try:
                 frame = encode(response)
             except ProtocolError as exc:  # e.g. a stored string the binary form cannot carry
                 _log(logging.WARNING, "response_unencodable", channel=conn.channel, error=exc)
                 frame = encode(attrs.evolve(response, code=1, remark=f"unencodable: {exc}",
                                             ext_fields={}, body=b""))
-            conn.writer.write(frame)
+            conn.write(frame)
         if command is not None and command.code in _BROKER_CODES:
             self._brokers.log(command, response, conn.channel if conn else None,
                               self.metrics)
@@ -362,7 +329,7 @@ class NameServerHost:
             conn = self._connections.get(channel) if isinstance(channel, Channel) else None
             if conn is not None:
                 _log(logging.INFO, "channel_closing", channel=channel, reason="expired")
-                conn.writer.close()
+                conn.close()
 
     # ------------------------------------------------------------------ timers, notifications
 
@@ -417,9 +384,9 @@ class NameServerHost:
             return
         oldest = asyncio.get_running_loop().time() - self.idle_timeout_ms / 1000
         for conn in list(self._connections.values()):
-            if conn.last_read_s < oldest and not conn.writer.is_closing():
+            if conn.last_read_s < oldest and not conn.is_closing():
                 _log(logging.INFO, "channel_closing", channel=conn.channel, reason="idle")
-                conn.writer.close()
+                conn.close()
 
     def _notify(self, note: Notification) -> None:
         if len(self._notifications) >= _MAX_PENDING_NOTIFICATIONS:
