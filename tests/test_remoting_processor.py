@@ -635,4 +635,4 @@ def test_registration_memos_are_bounded_and_can_be_turned_off(clock: r.ManualClo
     for i in range(5):
         register(small, name=f"b{i}", addr=f"10.0.1.{i}:10911")
     assert len(small._memo) == 2
-    assert small._memo.bytes == sum(len(m.data) for m in small._memo._memos.values())
+    assert small._memo.bytes == sum(m.size for m in small._memo._memos.values())

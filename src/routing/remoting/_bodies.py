@@ -312,12 +312,16 @@ class RegisterBrokerBody:
 
     @classmethod
     @j.json_loader
-    def _from_wrapper(cls, wrapper: Mapping[str, Any], servers: Any) -> RegisterBrokerBody:
+    def _from_wrapper(cls, wrapper: Mapping[str, Any], servers: Any,
+                      topics: TopicTable | None = None) -> RegisterBrokerBody:
+        """The body of a parsed wrapper; ``topics``, when given, is its table already
+        decoded (`routing.remoting._table_decode`)."""
         table = j.as_mapping(j.get(wrapper, "topicConfigTable"), "topicConfigTable")
         mappings = j.as_mapping(j.get(wrapper, "topicQueueMappingInfoMap"),
                                 "topicQueueMappingInfoMap")
-        # Java upserts by topicName, not the key; the table is checked as it is built
-        topics = TopicTable.of_configs([_topic_config(value) for value in table.values()])
+        if topics is None:
+            # Java upserts by topicName, not the key; the table is checked as it is built
+            topics = TopicTable.of_configs([_topic_config(value) for value in table.values()])
         return cls(
             data_version=DataVersion.from_json(j.get(wrapper, "dataVersion") or {}),
             topics=topics,

@@ -19,6 +19,7 @@ import attrs
 from .._frozen import FrozenMap
 from .._messages import Registration
 from ._bodies import RegisterBrokerBody
+from ._table_decode import TableText
 
 __all__ = ["LastRegistration", "RegistrationMemo"]
 
@@ -40,6 +41,13 @@ class LastRegistration:
     crc: int | None
     body: RegisterBrokerBody
     registration: Registration
+    #: The body's topic table as text, for decoding the next changed body against it.
+    table_text: TableText | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes this memo holds beyond shared objects: the body and the table's text."""
+        return len(self.data) + (len(self.table_text.text) if self.table_text else 0)
 
     def same_request(self, ext: FrozenMap[str, str], version: int, data: bytes,
                      channel: Hashable | None) -> bool:
@@ -51,7 +59,8 @@ class LastRegistration:
 
 class RegistrationMemo:
     """`LastRegistration` per broker, at most ``entries`` of them and ``max_bytes`` of
-    bodies; the least recently stored goes first. Thread-safe; O(1) amortised per call."""
+    bodies and table texts; the least recently stored goes first. Thread-safe; O(1)
+    amortised per call."""
 
     def __init__(self, entries: int, max_bytes: int) -> None:
         self.entries = entries
@@ -68,14 +77,15 @@ class RegistrationMemo:
 
     def remember(self, key: MemoKey, memo: LastRegistration) -> None:
         """Keep ``memo`` as the broker's last request (unless it is too large to keep)."""
-        if self.entries <= 0 or len(memo.data) > self.max_bytes // 4:
+        size = memo.size
+        if self.entries <= 0 or size > self.max_bytes // 4:
             return
         with self._lock:
             memos = self._memos
             old = memos.pop(key, None)
             if old is not None:
-                self.bytes -= len(old.data)
+                self.bytes -= old.size
             memos[key] = memo
-            self.bytes += len(memo.data)
+            self.bytes += size
             while len(memos) > self.entries or self.bytes > self.max_bytes:
-                self.bytes -= len(memos.pop(next(iter(memos))).data)
+                self.bytes -= memos.pop(next(iter(memos))).size

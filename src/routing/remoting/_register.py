@@ -28,6 +28,7 @@ from ._codec import RemotingCommand
 from ._codes import NAMESPACE_ORDER_TOPIC_CONFIG, V3_0_11, V5_0_0, ZONE_NAME, ResponseCode
 from ._memo import LastRegistration
 from ._outcome import Outcome
+from ._table_decode import decode_against
 
 if TYPE_CHECKING:
     from ._processor import NameServerProcessor, _Fields
@@ -100,6 +101,7 @@ def registration_of(proc: NameServerProcessor, request: RemotingCommand, f: _Fie
     compressed = bool(f.optional_bool("compressed"))
     crc = f.optional_long("bodyCrc32") or 0
     era = 0 if version < V3_0_11 else (1 if version < V5_0_0 else 2)
+    table_text = memo.table_text if memo is not None else None
     if memo is not None and memo.data != data:
         memo = None  # only the body of the last request is of use from here on
     checked = memo.crc if memo is not None else None
@@ -109,10 +111,19 @@ def registration_of(proc: NameServerProcessor, request: RemotingCommand, f: _Fie
             return proc._fail(request, ResponseCode.SYSTEM_ERROR, "crc32 not match")
     if memo is not None and memo.compressed == compressed and memo.era == era:
         body = memo.body
+    elif data and not compressed:  # against the broker's previous table, else in full
+        against = decode_against(data, version, table_text, RegisterBrokerBody._from_wrapper)
+        if against is None:
+            body = RegisterBrokerBody.decode(data, version=version)
+            table_text = None
+        else:
+            body, table_text = against
     elif data:
         body = RegisterBrokerBody.decode(data, compressed=compressed, version=version)
+        table_text = None
     else:
         body = RegisterBrokerBody()
+        table_text = None
     registration = Registration(
         cluster=cluster, broker_name=name, broker_id=broker_id, broker_addr=addr,
         ha_server_addr=ha_addr or None, zone_name=f.optional_text(ZONE_NAME),
@@ -123,5 +134,5 @@ def registration_of(proc: NameServerProcessor, request: RemotingCommand, f: _Fie
         channel=channel)
     proc._memo.remember(key, LastRegistration(
         ext=ext, version=version, data=data, channel=channel, compressed=compressed,
-        era=era, crc=checked, body=body, registration=registration))
+        era=era, crc=checked, body=body, registration=registration, table_text=table_text))
     return registration
