@@ -1,6 +1,7 @@
 """Load benchmark of ``routing serve`` over TCP (not part of ``python -m benchmarks``).
 
     python -m benchmarks.load_serve [--seconds 3] [--loops asyncio,uvloop] [--out FILE]
+        [--kinds route,register] [--topics 10] [--connections 1,8,64] [--server-src SRC]
 
 Starts ``routing serve`` as its own process, registers one broker group (10 topics), then
 for each event loop, request kind and connection count (1, 8, 64) runs closed-loop load
@@ -43,11 +44,12 @@ CONNECTIONS_PER_PROCESS = 32
 TOPICS = [f"Topic{i}" for i in range(10)]
 
 
-def _register_command(n: int, opaque: int) -> RemotingCommand:
+def _register_command(n: int, opaque: int, topics: int = len(TOPICS)) -> RemotingCommand:
+    names = TOPICS if topics == len(TOPICS) else [f"Topic{i}" for i in range(topics)]
     body = RegisterBrokerBody(
         data_version=r.DataVersion(counter=1, timestamp=1_700_000_000_000),
         topics={t: r.TopicConfig(topic_name=t, read_queue_nums=8, write_queue_nums=8)
-                for t in TOPICS}).encode()
+                for t in names}).encode()
     addr = f"10.{n // 250 % 250}.{n % 250}.1:10911"
     return RemotingCommand(code=RequestCode.REGISTER_BROKER, opaque=opaque,
                            version=CURRENT_VERSION, body=body, ext_fields={
@@ -62,16 +64,20 @@ def _route_command(opaque: int) -> RemotingCommand:
 
 
 async def _connection(port: int, kind: str, n: int, stop_at: float, warm_until: float,
-                      out: list[float], sizes: list[int]) -> None:
+                      out: list[float], sizes: list[int], topics: int) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     decoder = FrameDecoder()
-    frame = encode(_route_command(1) if kind == "route" else _register_command(n, 1))
+    # the same request with a new number (opaque) each time, as a client sends it
+    frames = [encode(_route_command(i) if kind == "route"
+                     else _register_command(n, i, topics)) for i in range(1, 17)]
     clock = time.perf_counter
+    sent = 0
     while True:
         start = clock()
         if start >= stop_at:
             break
-        writer.write(frame)
+        writer.write(frames[sent % len(frames)])
+        sent += 1
         got: list[RemotingCommand] = []
         while not got:
             data = await reader.read(65536)
@@ -86,19 +92,19 @@ async def _connection(port: int, kind: str, n: int, stop_at: float, warm_until: 
 
 
 async def _worker(port: int, kind: str, first: int, count: int, seconds: float,
-                  warmup: float) -> dict[str, Any]:
+                  warmup: float, topics: int) -> dict[str, Any]:
     now = time.perf_counter()
     latencies: list[float] = []
     sizes: list[int] = []
     await asyncio.gather(*(_connection(port, kind, first + i, now + warmup + seconds,
-                                       now + warmup, latencies, sizes)
+                                       now + warmup, latencies, sizes, topics)
                            for i in range(count)))
     return {"latencies": latencies, "bytes": sizes[:1], "seconds": seconds}
 
 
 def worker_main(args: argparse.Namespace) -> None:
     result = asyncio.run(_worker(args.port, args.kind, args.first, args.count, args.seconds,
-                                 args.warmup))
+                                 args.warmup, args.topics))
     json.dump(result, sys.stdout)
 
 
@@ -149,14 +155,14 @@ class Server:
 
 
 def _run_load(port: int, kind: str, connections: int, seconds: float,
-              warmup: float) -> dict[str, Any]:
+              warmup: float, topics: int = len(TOPICS)) -> dict[str, Any]:
     procs = []
     for first in range(0, connections, CONNECTIONS_PER_PROCESS):
         count = min(CONNECTIONS_PER_PROCESS, connections - first)
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "benchmarks.load_serve", "worker", "--port", str(port),
              "--kind", kind, "--first", str(first), "--count", str(count),
-             "--seconds", str(seconds), "--warmup", str(warmup)],
+             "--seconds", str(seconds), "--warmup", str(warmup), "--topics", str(topics)],
             stdout=subprocess.PIPE, text=True))
     results = [json.loads(p.communicate()[0]) for p in procs]
     latencies = sorted(x for res in results for x in res["latencies"])
@@ -197,10 +203,13 @@ def _rss_with_idle(server: Server, count: int) -> tuple[int, int]:
 
 
 def bench(loops: list[str], seconds: float, warmup: float,
-          connection_counts: list[int], src: Path | None = None) -> dict[str, Any]:
+          connection_counts: list[int], src: Path | None = None,
+          kinds: tuple[str, ...] = ("route", "register"),
+          topics: int = len(TOPICS)) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                                           "load_avg_at_start": os.getloadavg()},
-                              "seconds": seconds, "warmup": warmup, "rows": [], "idle": []}
+                              "seconds": seconds, "warmup": warmup, "topics": topics,
+                              "rows": [], "idle": []}
     for loop in loops:
         server = Server(loop, src)
         try:
@@ -212,12 +221,12 @@ def bench(loops: list[str], seconds: float, warmup: float,
                 pass
             report["idle"].append({"loop": loop, "phase": "start",
                                    "rss_kib": _rss_kib(server.proc.pid)})
-            for kind in ("route", "register"):
+            for kind in kinds:
                 for connections in connection_counts:
                     cpu0 = _cpu_s(server.proc.pid)
-                    row = _run_load(server.port, kind, connections, seconds, warmup)
+                    row = _run_load(server.port, kind, connections, seconds, warmup, topics)
                     cpu = _cpu_s(server.proc.pid) - cpu0
-                    row.update(loop=loop, kind=kind, connections=connections,
+                    row.update(loop=loop, kind=kind, connections=connections, topics=topics,
                                server_cpu_us_per_req=1e6 * cpu / max(1, row["requests"]),
                                server_rss_kib=_rss_kib(server.proc.pid))
                     report["rows"].append(row)
@@ -259,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--count", type=int, default=1)
     worker.add_argument("--seconds", type=float, default=3.0)
     worker.add_argument("--warmup", type=float, default=0.5)
+    worker.add_argument("--topics", type=int, default=len(TOPICS))
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=0.5)
     parser.add_argument("--loops", default="asyncio,uvloop")
@@ -266,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--server-src", type=Path, default=None,
                         help="run the server from this source directory (e.g. main's src)")
+    parser.add_argument("--kinds", default="route,register",
+                        help="request kinds to load: route, register (comma-separated)")
+    parser.add_argument("--topics", type=int, default=len(TOPICS),
+                        help="topics in each registration body (10: ~2 KB; 1000: ~150 KB)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run everything this many times (report the median per cell)")
     args = parser.parse_args(argv)
@@ -274,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.time()
     reports = [bench(args.loops.split(","), args.seconds, args.warmup,
-                     [int(c) for c in args.connections.split(",")], args.server_src)
+                     [int(c) for c in args.connections.split(",")], args.server_src,
+                     tuple(args.kinds.split(",")), args.topics)
                for _ in range(args.repeat)]
     report: dict[str, Any] = {"runs": reports, "median": _medians(reports),
                               "load_avg_at_end": os.getloadavg()}

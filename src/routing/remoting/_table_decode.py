@@ -117,6 +117,26 @@ def _wrapper(doc: Any, version: int) -> tuple[Mapping[str, Any], Any]:
     return wrapper, j.get(doc, "filterServerList")
 
 
+def _run(text: str, pos: int, prev_text: str, prev_spans: list[tuple[int, int, int]],
+         at: int) -> int:
+    """How many of the previous members from ``at`` on ``text`` repeats from ``pos`` (with
+    the separators between them): a block of members is compared as one text, the
+    longest found by bisection (a block matches only if every shorter one does).
+    O(log T) comparisons in C."""
+    k0 = prev_spans[at][0]
+    last = len(prev_spans) - at
+    if text.startswith(prev_text[k0:prev_spans[-1][2]], pos):
+        return last
+    low, high = 0, last - 1  # low members match; high + 1 do not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if text.startswith(prev_text[k0:prev_spans[at + mid - 1][2]], pos):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
 def _read_table(text: str, start: int, previous: TableText | None
                 ) -> tuple[TableText, int] | None:
     """The object at ``text[start] == "{"``, member by member (see the module docstring);
@@ -138,30 +158,26 @@ def _read_table(text: str, start: int, previous: TableText | None
     else:
         while True:
             key_at = pos
-            if at < count:
-                k0, _, e0 = prev_spans[at]
-                if startswith(prev_text[k0:e0], pos):  # the same member at the same place
-                    key, same = prev_keys[at], prev_configs[at]
-                    value_at = pos + prev_spans[at][1] - k0
-                    pos += e0 - k0
-                    at += 1
-                    members[key] = same
-                    spans.append((key_at - start, value_at - start, pos - start))
-                    keys.append(key)
-                    configs.append(same)
-                    if text[pos] == ",":
-                        pos += 1
-                        if text[pos] != '"':
-                            pos = _blank(text, pos).end()
-                        continue
-                    pos = _blank(text, pos).end()
-                    if text[pos] == "}":
-                        end = pos + 1
-                        break
-                    if text[pos] != ",":
-                        return None
-                    pos = _blank(text, pos + 1).end()
-                    continue
+            run = _run(text, pos, prev_text, prev_spans, at) if at < count else 0
+            if run:  # the previous body's next `run` members, repeated here
+                k0, e0 = prev_spans[at][0], prev_spans[at + run - 1][2]
+                shift = key_at - start - k0
+                spans.extend([(k + shift, v + shift, e + shift)
+                              for k, v, e in prev_spans[at:at + run]])
+                same_keys, same = prev_keys[at:at + run], prev_configs[at:at + run]
+                keys.extend(same_keys)
+                configs.extend(same)
+                members.update(zip(same_keys, same, strict=True))
+                pos += e0 - k0
+                at += run
+                pos = _blank(text, pos).end()
+                if text[pos] == "}":
+                    end = pos + 1
+                    break
+                if text[pos] != ",":
+                    return None
+                pos = _blank(text, pos + 1).end()
+                continue
             if text[pos] != '"':
                 return None
             key, pos = _scan(text, pos)
@@ -169,7 +185,10 @@ def _read_table(text: str, start: int, previous: TableText | None
             if text[pos] != ":":
                 return None
             pos = value_at = _blank(text, pos + 1).end()
-            index = previous.index_of(key) if previous is not None else None
+            if at < count and prev_keys[at] == key:  # a changed value at the same place
+                index: int | None = at
+            else:
+                index = previous.index_of(key) if previous is not None else None
             config: TopicConfig | None = None
             if index is not None:
                 _, v0, e0 = prev_spans[index]
