@@ -13,7 +13,10 @@ Three paths, cheapest first; each answers byte for byte what the next would:
   no listener; see `NameServerProcessor` for when that matters.
 * **remembered**: the same request, or the same body under a changed header, skips the
   CRC and the decoding; the manager's ``register`` then runs in full.
-* **full**: CRC (when the request carries one), JSON or deflate decode, ``register``.
+* **full**: CRC (when the request carries one), then the body: a JSON body read against
+  the broker's previous topic table (`routing.remoting._table_decode`: O(changed topics)
+  plus a pass in C), else decoded in full (the deflate form, or what that decoder
+  declines); then ``register``.
 """
 
 from __future__ import annotations
