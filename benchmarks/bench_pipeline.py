@@ -193,8 +193,8 @@ class _PeakRss:
             if pid in cpu:
                 self.cpu[pid] = max(self.cpu.get(pid, 0.0), cpu[pid])
             if pid in rss and rss[pid] > self.by_pid.get(pid, ("", 0))[1]:
-                self.by_pid[pid] = (self.by_pid[pid][0] if pid in self.by_pid
-                                    else _kind(pid), rss[pid])
+                # its kind as it is now: a JVM starts as a copy of the Python that spawns it
+                self.by_pid[pid] = (_kind(pid), rss[pid])
         return sum(rss.get(p, 0) for p in tree)
 
     def peaks_by_kind(self) -> dict[str, int]:
