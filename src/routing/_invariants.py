@@ -48,7 +48,8 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
             clusters_of_group.setdefault(name, set()).add(cluster)
             if name not in state.groups:
                 add(f"cluster {cluster!r} lists missing group {name!r}")
-    held_clusters = {k: set(names_of(v)) for k, v in state.clusters_of_group.items()}
+    held_clusters = {n: set(names_of(g.clusters)) for n, g in state.groups.items()
+                     if g.clusters is not None}
     if clusters_of_group != held_clusters:
         add(f"group->clusters index differs: {_diff(held_clusters, clusters_of_group)}")
     for name, group in state.groups.items():
@@ -56,6 +57,8 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
             add(f"group filed under {name!r} is named {group.broker_name!r}")
         if not group.addrs:
             add(f"group {name!r} has no member")
+        if group._many is not None and len(group._many) < 2:
+            add(f"group {name!r} holds fewer than two members in a dict (one is inline)")
         if len(set(group.addrs.values())) != len(group.addrs):
             add(f"group {name!r} maps one address to several ids: {group.addrs}")
         if name not in state.clusters.get(group.cluster, ()):
@@ -67,9 +70,9 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
     held_groups = {k: set(names_of(v)) for k, v in state.groups_of_addr.items()}
     if groups_of_addr != held_groups:
         add(f"address->groups index differs: {_diff(held_groups, groups_of_addr)}")
-    for index in (state.clusters_of_group, state.groups_of_addr):
-        if any(type(v) is not str and len(v) < 2 for v in index.values()):
-            add("an index holds a set of fewer than two names (one is kept as the string)")
+    held_sets = [*state.groups_of_addr.values(), *(g.clusters for g in state.groups.values())]
+    if any(v is not None and type(v) is not str and len(v) < 2 for v in held_sets):
+        add("an index holds a set of fewer than two names (one is kept as the string)")
 
     # --- live entries, channels, deadlines, filter servers
     keys_of_channel: dict[Hashable, set[LiveKey]] = {}

@@ -38,8 +38,8 @@ def system_topics(state: State) -> TopicList:
     addr = None
     for name in sorted(state.groups):
         group = state.groups[name]
-        if group.addrs:
-            addr = group.addrs[min(group.addrs)]
+        if not group.is_empty():
+            addr = group.member(group.min_id())
             break
     return TopicList(topics=tuple(sorted(names)), broker_addr=addr)
 

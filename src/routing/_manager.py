@@ -328,12 +328,12 @@ class RouteInfoManager(KeepAlive):
         if len(names) == 1 and own_name in names:  # the usual case: only its own group
             group = st.groups[own_name]
             member_id = live.broker_id
-            if group.addrs.get(member_id) != addr:  # re-registered under another id
+            if group.member(member_id) != addr:  # re-registered under another id
                 member_id = next(i for i, a in group.addrs.items() if a == addr)
             remove_member(st, self._config, group, addr, member_id, pending)
         else:
             own = st.groups.get(own_name)
-            if own is not None and own_name not in names and addr in own.addrs.values():
+            if own is not None and own_name not in names and own.has_addr(addr):
                 names = {*names, own_name}  # registered into a group of another cluster
             for name in sorted(names):
                 group = st.groups[name]
@@ -433,7 +433,7 @@ class RouteInfoManager(KeepAlive):
                 removed = st.drop_topic(topic)
             else:
                 rows = st.rows_of(topic)
-                names = st.clusters.get(cluster, set())
+                names = st.clusters.get(cluster, {})
                 hits = [n for n in (names if len(names) < len(rows) else rows)
                         if n in rows and n in names]
                 removed = False

@@ -11,6 +11,7 @@ manager holds the lock, numbers the generation and commits the routes."""
 
 from __future__ import annotations
 
+import sys
 import weakref
 
 import attrs
@@ -53,25 +54,37 @@ def decide_registration(state: State, reg: Registration,
     if refused is not None:
         return refused
     group = state.groups.get(reg.broker_name)
-    members = group.addrs if group is not None else {}
-    return Decision(min_changed=config.notify_min_broker_id_changed
-                    and reg.broker_id < (min(members) if members else 0))
+    return Decision(min_changed=config.notify_min_broker_id_changed and group is not None
+                    and not group.is_empty() and reg.broker_id < group.min_id())
 
 
 def apply_registration(state: State, reg: Registration, now: int, decision: Decision,
                        config: RoutingConfig, *, generation: int) -> Applied:
     """Apply an accepted registration to the tables, Java's steps in order (see the module
     docstring). O(I) plus O(T_payload) when the topic rows are written."""
-    name, bid, addr = reg.broker_name, reg.broker_id, reg.broker_addr
-    key: LiveKey = (reg.cluster, addr)
+    name, bid = reg.broker_name, reg.broker_id
+    # The tables keep one copy of each name: a re-registration reuses the key (and so the
+    # cluster and address strings) the live table holds; a new key's cluster name is
+    # interned (clusters are few, brokers many, and every decoded request brings its own
+    # copy of the name).
+    old_live = state.live.get((reg.cluster, reg.broker_addr))
+    key: LiveKey
+    if old_live is not None:
+        key = old_live.key
+    else:
+        cluster = reg.cluster
+        key = (sys.intern(cluster) if type(cluster) is str else cluster, reg.broker_addr)
+    cluster, addr = key
 
     # steps 1-4: cluster and group (the acting-master flag and zone follow the newest)
     group = state.groups.get(name)
     new_group = group is None
     if group is None:
-        group = state.groups[name] = Group(reg.cluster, name)
-    if name not in state.clusters.get(reg.cluster, ()):
-        state.add_to_cluster(reg.cluster, name)
+        group = state.groups[name] = Group(cluster, name)
+    else:
+        name = group.broker_name
+    if name not in state.clusters.get(cluster, ()):
+        state.add_to_cluster(cluster, group)
     is_old = reg.enable_acting_master is None
     acting = (not is_old) and bool(reg.enable_acting_master)
     group_dirty = new_group
@@ -81,9 +94,9 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
 
     # step 5: the same address under another id leaves (slave -> master switch); the id
     # takes this address
-    if group.addrs.get(bid) != addr and state.remove_addr(group, addr, except_id=bid):
+    if group.member(bid) != addr and state.remove_addr(group, addr, except_id=bid):
         group_dirty = True
-    held = group.addrs.get(bid)
+    held = group.member(bid)
     register_first = new_group or held is None
     if held != addr:
         if held is not None:
@@ -93,8 +106,7 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
 
     # steps 9-10: topic rows, by the master or a prime slave only
     is_master = bid == MASTER_ID
-    is_prime_slave = not is_old and not is_master and bid == min(group.addrs)
-    old_live = state.live.get(key)
+    is_prime_slave = not is_old and not is_master and bid == group.min_id()
     stored = None if old_live is None else old_live.data_version
     version_changed = stored is None or not (stored is reg.data_version
                                              or stored == reg.data_version)
@@ -125,7 +137,7 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
     # step 12: a slave learns its master's address and HA address
     master_addr = ha_addr = None
     if bid != MASTER_ID:
-        candidate = group.addrs.get(MASTER_ID)
+        candidate = group.member(MASTER_ID)
         master_live = state.live.get((reg.cluster, candidate)) if candidate else None
         if master_live is not None:
             master_addr, ha_addr = candidate, master_live.ha_server_addr
@@ -158,7 +170,7 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
         return False
     bid = reg.broker_id
     group = state.groups.get(reg.broker_name)
-    if (group is None or group.addrs.get(bid) != reg.broker_addr
+    if (group is None or group.member(bid) != reg.broker_addr
             or live.broker_name != reg.broker_name or live.broker_id != bid
             or live.channel != reg.channel
             or live.timeout != (reg.heartbeat_timeout_ms or config.default_heartbeat_timeout_ms)
@@ -173,7 +185,7 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
     stored = live.data_version
     if not (stored is reg.data_version or stored == reg.data_version):
         return False
-    writes = bid == MASTER_ID or (not is_old and bid == min(group.addrs))
+    writes = bid == MASTER_ID or (not is_old and bid == group.min_id())
     deletes = (writes and config.delete_topic_with_broker_registration and not reg.partial
                and not reg.topic_queue_mappings)
     if writes and not unchanged_table(state, live, reg, group, deletes=deletes):
@@ -207,7 +219,7 @@ def rejection(state: State, reg: Registration) -> str | None:
     be read before anything is applied.
     """
     group = state.groups.get(reg.broker_name)
-    incumbent_addr = group.addrs.get(reg.broker_id) if group is not None else None
+    incumbent_addr = group.member(reg.broker_id) if group is not None else None
     if incumbent_addr is not None and incumbent_addr != reg.broker_addr:
         incumbent = state.live.get((reg.cluster, incumbent_addr))
         if (incumbent is not None
@@ -280,12 +292,13 @@ def write_topics(state: State, reg: Registration, group: Group, *, rewrite_all: 
 
 def min_id_notice(group: Group, *, offline: str | None, ha: str | None) -> MinBrokerIdChanged:
     """Java §2.13: who learns that the group's smallest broker id changed. O(I log I)."""
-    smallest = min(group.addrs)
-    if offline is not None or len(group.addrs) == 1:
-        recipients = [group.addrs[i] for i in sorted(group.addrs)]
+    addrs = group.addrs
+    smallest = min(addrs)
+    if offline is not None or len(addrs) == 1:
+        recipients = [addrs[i] for i in sorted(addrs)]
     else:
-        recipients = [group.addrs[i] for i in sorted(group.addrs) if i != smallest]
+        recipients = [addrs[i] for i in sorted(addrs) if i != smallest]
     return MinBrokerIdChanged(
         cluster=group.cluster, broker_name=group.broker_name, min_broker_id=smallest,
-        min_broker_addr=group.addrs[smallest], offline_broker_addr=offline,
+        min_broker_addr=addrs[smallest], offline_broker_addr=offline,
         ha_broker_addr=ha, recipients=tuple(recipients))

@@ -26,12 +26,12 @@ def remove_member(state: State, config: RoutingConfig, group: Group, addr: str,
     address; the last one of the batch wins, as in Java). True if the address was a member.
     """
     min_changed = (group.enable_acting_master and config.notify_min_broker_id_changed
-                   and bool(group.addrs) and broker_id == min(group.addrs))
-    if group.addrs.get(broker_id) == addr:
+                   and not group.is_empty() and broker_id == group.min_id())
+    if group.member(broker_id) == addr:
         state.remove_member(group, broker_id, addr)
     elif not state.remove_addr(group, addr):  # Java removes by address, whatever the id
         return False
-    if not group.addrs:
+    if group.is_empty():
         state.drop_group(group)
         return True
     state.group_changed(group)
@@ -49,7 +49,7 @@ def batch_notices(state: State, pending: dict[str, str]) -> list[MinBrokerIdChan
     groups = state.groups
     return [min_id_notice(group, offline=offline, ha=None)
             for name, offline in pending.items()
-            if (group := groups.get(name)) is not None and group.addrs
+            if (group := groups.get(name)) is not None and not group.is_empty()
             and group.enable_acting_master]
 
 

@@ -42,7 +42,7 @@ def build_route(state: State, topic: str, *, support_acting_master: bool) -> Top
     used = None  # the last group with a row in the route
     for name in sorted(rows):
         group = state.groups.get(name)
-        if group is None or not group.addrs:
+        if group is None or group.is_empty():
             continue
         queue_datas.append(rows[name])
         broker_datas.append(group.snapshot())

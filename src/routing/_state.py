@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Hashable, ItemsView, Iterator, MutableMapping
+from collections.abc import Collection, Hashable, ItemsView, Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._deadlines import DeadlineIndex
@@ -106,6 +106,13 @@ class TopicEntry(MutableMapping[str, QueueData]):
 class Group:
     """One broker group (Java ``BrokerData``), mutable inside the manager only.
 
+    Members (broker id -> address, Java ``brokerAddrs``): nearly every group has one, held
+    inline in two slots; a dict exists only while the group has several (a one-entry dict
+    costs 224 B, a third of a live broker's memory). Writers go through `set_member` and
+    `del_member`; readers use `member` (O(1), no allocation) or `min_id`, and `addrs`
+    for the whole mapping (read-only; a new one-entry dict for a single member, so not for
+    hot paths).
+
     ``rows_epoch`` is a stamp renewed (from `State.next_epoch`, unique across groups) on
     every change to the group's topic rows, 0 while the group never had a row; a live
     entry remembers the stamp right after it last applied its whole topic table, which
@@ -114,17 +121,80 @@ class Group:
     for its own (a group at 0 has no row, and a table applied at 0 was empty).
     """
 
-    __slots__ = ("_snapshot", "addrs", "broker_name", "cluster", "enable_acting_master",
-                 "rows_epoch", "zone_name")
+    __slots__ = ("_addr", "_id", "_many", "_snapshot", "broker_name", "cluster", "clusters",
+                 "enable_acting_master", "rows_epoch", "zone_name")
 
     def __init__(self, cluster: str, broker_name: str, *, rows_epoch: int = 0) -> None:
         self.cluster = cluster  # fixed at creation, as Java
         self.broker_name = broker_name
-        self.addrs: dict[int, str] = {}
+        #: The clusters listing this group (`State.add_to_cluster`): nearly always one,
+        #: held as the plain string (a set only for several, see `members`).
+        self.clusters: str | set[str] | None = None
+        self._id: int | None = None  # the one member's id, when there is exactly one
+        self._addr: str | None = None  # its address
+        self._many: dict[int, str] | None = None  # every member, when several
         self.zone_name: str | None = None
         self.enable_acting_master = False
         self.rows_epoch = rows_epoch
         self._snapshot: tuple[BrokerData] | None = None
+
+    @property
+    def addrs(self) -> Mapping[int, str]:
+        """Every member, broker id -> address (Java ``brokerAddrs``), read-only. O(1) for
+        several members (the group's own dict); a new dict for one (a few hundred ns)."""
+        many = self._many
+        if many is not None:
+            return many
+        return {} if self._id is None else {self._id: self._addr}  # type: ignore[dict-item]
+
+    def member(self, broker_id: int) -> str | None:
+        """The address of member ``broker_id``, or None (``addrs.get``). O(1)."""
+        if broker_id == self._id:
+            return self._addr
+        many = self._many
+        return None if many is None else many.get(broker_id)
+
+    def min_id(self) -> int:
+        """The smallest member id (``min(addrs)``); ValueError when empty. O(I)."""
+        bid = self._id
+        if bid is not None:
+            return bid
+        return min(self._many or ())
+
+    def is_empty(self) -> bool:
+        """No member left (``not addrs``). O(1)."""
+        return self._id is None and not self._many
+
+    def has_addr(self, addr: str) -> bool:
+        """Some member is at ``addr`` (``addr in addrs.values()``). O(I)."""
+        many = self._many
+        return addr in many.values() if many is not None else addr == self._addr
+
+    def set_member(self, broker_id: int, addr: str) -> None:
+        """``addrs[broker_id] = addr``; a second member turns the inline pair into a dict.
+        O(1)."""
+        many = self._many
+        if many is not None:
+            many[broker_id] = addr
+        elif self._id is None or self._id == broker_id:
+            self._id, self._addr = broker_id, addr
+        else:
+            self._many = {self._id: self._addr, broker_id: addr}  # type: ignore[dict-item]
+            self._id = self._addr = None
+
+    def del_member(self, broker_id: int) -> None:
+        """``del addrs[broker_id]`` (KeyError when absent); one member left goes back
+        inline. O(1)."""
+        many = self._many
+        if many is not None:
+            del many[broker_id]
+            if len(many) == 1:
+                ((self._id, self._addr),) = many.items()
+                self._many = None
+        elif broker_id == self._id and self._id is not None:
+            self._id = self._addr = None
+        else:
+            raise KeyError(broker_id)
 
     def snapshot(self) -> BrokerData:
         """The group as an immutable `BrokerData`, cached until the group changes. O(I)."""
@@ -192,7 +262,10 @@ class State:
         # --- base tables (Java: topicQueueTable, brokerAddrTable, clusterAddrTable, ...)
         self.topics: dict[str, TopicEntry] = {}
         self.groups: dict[str, Group] = {}
-        self.clusters: dict[str, set[str]] = {}
+        # cluster -> its groups' names; a dict used as an insertion-ordered set: a str-keyed
+        # dict costs about 21 B per name where a set costs about 52 B (sets keep a fill
+        # of at most 60 % and grow fourfold)
+        self.clusters: dict[str, dict[str, None]] = {}
         self.live: dict[LiveKey, Live] = {}
         self.filter_servers: dict[LiveKey, tuple[str, ...]] = {}
         self.mappings: dict[str, dict[str, MappingInfo]] = {}
@@ -200,10 +273,9 @@ class State:
         # broker name -> its topics' entries (entries, not names: a group removal reaches
         # each topic's rows without a lookup in the large table)
         self.topics_of_group: dict[str, dict[str, TopicEntry]] = {}
-        # broker name -> its clusters, and (group.cluster, addr) -> the names of the groups
-        # holding it: nearly always one, held as the plain string (a set only for several:
-        # see `members`), which spares a set (216 B) per broker in each
-        self.clusters_of_group: dict[str, str | set[str]] = {}
+        # (group.cluster, addr) -> the names of the groups holding it: nearly always one,
+        # held as the plain string (a set only for several: see `members`), which spares a
+        # set (216 B) per broker. (broker name -> its clusters is `Group.clusters`.)
         self.groups_of_addr: dict[LiveKey, str | set[str]] = {}
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
         self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
@@ -283,7 +355,7 @@ class State:
                    key: LiveKey | None = None) -> None:
         """Add a member; ``key`` is the live key ``(cluster, addr)`` of the registration, to
         be shared by the address index when the group is of that cluster. O(1)."""
-        group.addrs[broker_id] = addr
+        group.set_member(broker_id, addr)
         if key is None or key[0] != group.cluster:
             key = (group.cluster, addr)
         add_one(self.groups_of_addr, key, group.broker_name)
@@ -296,24 +368,31 @@ class State:
         """Remove the member ``broker_id``, which must be at ``addr``. Addresses are unique
         within a group (register moves an address to its new id), so this is every
         member at ``addr``: `remove_addr` without the search. O(1)."""
-        del group.addrs[broker_id]
+        group.del_member(broker_id)
         discard_one(self.groups_of_addr, (group.cluster, addr), group.broker_name)
 
     def remove_addr(self, group: Group, addr: str, *, except_id: int | None = None) -> bool:
         """Remove every member of ``group`` at ``addr`` (but ``except_id``). O(I)."""
-        addrs = group.addrs
-        ids = [i for i, a in addrs.items() if a == addr and i != except_id]
+        ids = [i for i, a in group.addrs.items() if a == addr and i != except_id]
         if not ids:
             return False
         for i in ids:
-            del addrs[i]
-        if not addrs or addr not in addrs.values():
+            group.del_member(i)
+        if not group.has_addr(addr):
             discard_one(self.groups_of_addr, (group.cluster, addr), group.broker_name)
         return True
 
-    def add_to_cluster(self, cluster: str, broker_name: str) -> None:
-        self.clusters.setdefault(cluster, set()).add(broker_name)
-        add_one(self.clusters_of_group, broker_name, cluster)
+    def add_to_cluster(self, cluster: str, group: Group) -> None:
+        """List ``group`` under ``cluster`` (Java ``clusterAddrTable``), both ways. O(1)."""
+        self.clusters.setdefault(cluster, {})[group.broker_name] = None
+        held = group.clusters
+        if held is None:
+            group.clusters = cluster
+        elif type(held) is str:
+            if held != cluster:
+                group.clusters = {held, cluster}
+        else:
+            held.add(cluster)  # type: ignore[union-attr]
 
     def drop_group(self, group: Group) -> None:
         """Remove an empty group: its rows (O(T_b)), its cluster memberships and itself."""
@@ -331,12 +410,13 @@ class State:
                     if entry.route is not None:
                         vanished.append(topic)
             group.rows_epoch = self.next_epoch()
-        for cluster in members(self.clusters_of_group.pop(name, None)):
+        for cluster in members(group.clusters):
             names = self.clusters[cluster]
-            names.discard(name)
+            del names[name]
             if not names:
                 del self.clusters[cluster]
-        if group.addrs:
+        group.clusters = None
+        if not group.is_empty():
             for addr in set(group.addrs.values()):
                 self.remove_addr(group, addr)
         del self.groups[name]
@@ -471,5 +551,5 @@ def members(held: str | set[str] | None) -> Collection[str]:
 
 def no_master(group: Group | None) -> bool:
     """Java ``isNoMasterExists``: no group, no member, or smallest id above 0."""
-    return group is None or not group.addrs or min(group.addrs) > 0
+    return group is None or group.is_empty() or group.min_id() > 0
 
