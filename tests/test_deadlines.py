@@ -123,3 +123,51 @@ def test_many_distinct_timeouts_unseat_empty_buckets_in_bulk(timeouts):
     index.set(1, timeout_ms=1000, deadline_ms=1100)
     assert index.lower_bound is not None and index.lower_bound <= 1100
     assert index.pop_expired(1101) == [1]
+
+
+@given(OPS)
+def test_refresh_times_kept_by_the_caller_give_the_same_answers(ops):
+    """``refresh_of``: the buckets hold None and the index reads the caller's refresh times
+    (as the manager's live entries keep them); every answer equals the index that holds
+    them itself."""
+    held: DeadlineIndex[int] = DeadlineIndex()
+    refresh: dict[int, int] = {}
+    read: DeadlineIndex[int] = DeadlineIndex(refresh.__getitem__)
+    timeouts: dict[int, int] = {}
+    now = 0
+    for op, arg, timeout in ops:
+        if op == "set":
+            previous = timeouts.get(arg)
+            held.set(arg, timeout_ms=timeout, deadline_ms=now + timeout,
+                     previous_timeout_ms=previous)
+            refresh[arg] = now  # raised first, then filed (the manager's order)
+            if previous == timeout:
+                read.touch(arg, timeout, now)
+            else:
+                read.set(arg, timeout_ms=timeout, deadline_ms=now + timeout,
+                         previous_timeout_ms=previous)
+            timeouts[arg] = timeout
+        elif op == "discard":
+            if arg in timeouts:
+                held.discard(arg, timeout_ms=timeouts[arg])
+                read.discard(arg, timeout_ms=timeouts.pop(arg))
+                del refresh[arg]
+        elif op == "advance":
+            now += arg
+        else:
+            got = read.pop_expired(now)
+            assert got == held.pop_expired(now)
+            for k in got:
+                del refresh[k], timeouts[k]
+        assert read.problems() == [] and held.problems() == []
+        assert sorted(read.items()) == sorted(held.items())
+        assert read.earliest() == held.earliest() and len(read) == len(held)
+        assert all(v is None for t in timeouts.values() for v in read.bucket_of(t).values())
+
+
+def test_a_key_whose_value_is_none_is_still_discarded():
+    refresh = {"k": 5}
+    index: DeadlineIndex[str] = DeadlineIndex(refresh.__getitem__)
+    index.set("k", timeout_ms=10, deadline_ms=15)
+    index.discard("k", timeout_ms=10)
+    assert len(index) == 0 and "k" not in index and index.problems() == []

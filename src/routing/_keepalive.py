@@ -54,16 +54,15 @@ class KeepAlive:
             except TypeError:  # unhashable input: validation below names it
                 live = None
             if live is not None:
-                now = self._clock.now_ms()  # self._now(), inlined
+                now = self._clock.now_ms()  # self._now(), inlined: the hot path
                 last = self._last_now
-                if now < last:
-                    now = last
-                else:
-                    self._last_now = now
-                live.last_update = now
-                bucket = live.bucket  # DeadlineIndex.touch, inlined
-                bucket[key] = now
-                bucket.move_to_end(key)
+                if now != last:  # (equal: nothing to store, the usual case at high rates)
+                    if now < last:
+                        now = last
+                    else:
+                        self._last_now = now
+                live.last_update = now  # DeadlineIndex.touch, inlined: the index reads it
+                live.bucket.move_to_end(key)
                 stored = live.data_version
                 if stored is data_version or _same_version(stored, data_version):
                     answer = live.unchanged_answer
@@ -90,16 +89,15 @@ class KeepAlive:
             except TypeError:  # unhashable input: validation below names it
                 live = None
             if live is not None:
-                now = self._clock.now_ms()  # self._now(), inlined: this is the hot path
+                now = self._clock.now_ms()  # self._now(), inlined: the hot path
                 last = self._last_now
-                if now < last:
-                    now = last
-                else:
-                    self._last_now = now
-                live.last_update = now
-                bucket = live.bucket  # DeadlineIndex.touch, inlined
-                bucket[key] = now
-                bucket.move_to_end(key)
+                if now != last:  # (equal: nothing to store, the usual case at high rates)
+                    if now < last:
+                        now = last
+                    else:
+                        self._last_now = now
+                live.last_update = now  # DeadlineIndex.touch, inlined: the index reads it
+                live.bucket.move_to_end(key)
                 return True
         finally:
             self._lock.release()

@@ -203,9 +203,7 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
     else:
         live.applied_table, live.applied_epoch, live.applied_deleted = None, -1, False
     live.last_update = now
-    bucket = live.bucket  # put_live's refresh: the timeout is unchanged
-    bucket[key] = now
-    bucket.move_to_end(key)
+    live.bucket.move_to_end(key)  # put_live's refresh: the timeout is unchanged
     return True
 
 

@@ -216,7 +216,7 @@ class Group:
 
 
 #: The bucket of a live entry not yet indexed (`State.put_live` sets the real one).
-_NO_BUCKET: OrderedDict[LiveKey, int] = OrderedDict()
+_NO_BUCKET: OrderedDict[LiveKey, int | None] = OrderedDict()
 
 
 class Live:
@@ -246,8 +246,10 @@ class Live:
         #: the simulator, the remoting layer for identical bytes) holds it anyway.
         self.applied_table: weakref.ref[FrozenMap[str, TopicConfig]] | None = None
         self.applied_epoch = -1
-        #: The deadline bucket holding this key (`DeadlineIndex.set`), for O(1) refreshes.
-        self.bucket: OrderedDict[LiveKey, int] = _NO_BUCKET
+        #: The deadline bucket holding this key (`DeadlineIndex.set`), for O(1) refreshes:
+        #: raise ``last_update``, then ``bucket.move_to_end(key)`` (the index reads
+        #: ``last_update`` itself, see `State.deadlines`).
+        self.bucket: OrderedDict[LiveKey, int | None] = _NO_BUCKET
         #: QUERY_DATA_VERSION's answer for an equal version, made on first use and shared.
         self.unchanged_answer: VersionAnswer | None = None
         #: Whether that application deleted by omission (D12: full, not partial, no static
@@ -278,7 +280,8 @@ class State:
         # set (216 B) per broker. (broker name -> its clusters is `Group.clusters`.)
         self.groups_of_addr: dict[LiveKey, str | set[str]] = {}
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
-        self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex()
+        # the live entries keep their refresh time (last_update): the index reads it there
+        self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex(self._refresh_of)
         self._epoch = 0  # the last rows_epoch stamp handed out (see Group)
         # --- bookkeeping for one write
         self.touched: set[str] = set()  # topics (still present) whose route may change
@@ -434,13 +437,16 @@ class State:
             self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
         if old is not None and old.timeout == live.timeout:  # a refresh: DeadlineIndex.touch
             bucket = live.bucket = old.bucket
-            bucket[live.key] = live.last_update
             bucket.move_to_end(live.key)
             return
         live.bucket = self.deadlines.set(live.key, timeout_ms=live.timeout,
                                          deadline_ms=live.last_update + live.timeout,
                                          previous_timeout_ms=None if old is None
                                          else old.timeout, refresh_ms=live.last_update)
+
+    def _refresh_of(self, key: LiveKey) -> int:
+        """The deadline index's refresh time of ``key``: its live entry's ``last_update``."""
+        return self.live[key].last_update
 
     def touch_live(self, live: Live, now_ms: int) -> None:
         """Refresh ``last_update`` (Java ``updateBrokerInfoUpdateTimestamp``). O(1)."""

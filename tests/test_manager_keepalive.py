@@ -1,0 +1,101 @@
+"""The keep-alive paths (`heartbeat`, `query_data_version`) and the deadline index they
+refresh: the live entry keeps the refresh time and the index reads it there, so a refresh
+is one ``move_to_end``. Expiry stays exact to the millisecond and in deadline order."""
+
+from __future__ import annotations
+
+import routing as r
+from core_helpers import reg
+
+
+class SteppingClock:
+    """A clock that reads the given instants in turn (it may step back)."""
+
+    def __init__(self, *instants: int) -> None:
+        self.instants = list(instants)
+
+    def now_ms(self) -> int:
+        return self.instants.pop(0) if len(self.instants) > 1 else self.instants[0]
+
+
+def _addrs(expired: tuple[r.ExpiredBroker, ...]) -> list[str]:
+    return [e.broker_addr for e in expired]
+
+
+def test_a_heartbeat_at_the_last_alive_ms_moves_the_deadline_exactly():
+    clock = r.ManualClock(start_ms=0)
+    mgr = r.RouteInfoManager(clock=clock)
+    mgr.register(reg("a", 0, "h:1"))
+    clock.set(10)
+    mgr.register(reg("b", 0, "h:2"))
+    clock.set(120_000)  # a's deadline: last_update + timeout == now is still alive (D1)
+    assert mgr.scan_expired() == ()
+    assert mgr.heartbeat(cluster="c1", broker_addr="h:1")
+    clock.set(120_011)
+    assert _addrs(mgr.scan_expired()) == ["h:2"]  # b: 10 + 120 000 < 120 011
+    clock.set(240_000)
+    assert mgr.scan_expired() == ()  # a: 120 000 + 120 000 == now, alive
+    mgr.check_invariants()
+    clock.set(240_001)
+    (gone,) = mgr.scan_expired()
+    assert gone.broker_addr == "h:1" and gone.last_update_ms == 120_000
+    mgr.check_invariants()
+
+
+def test_keep_alives_reorder_expiry_and_events_follow_deadlines():
+    clock = r.ManualClock(start_ms=0)
+    events: list[r.RouteChange] = []
+    mgr = r.RouteInfoManager(clock=clock, listener=events.append)
+    for i in range(5):
+        clock.set(i)
+        mgr.register(reg(f"g{i}", 0, f"h:{i + 1}"))
+    clock.set(100)
+    mgr.heartbeat(cluster="c1", broker_addr="h:1")
+    clock.set(101)
+    version = r.DataVersion(counter=1)
+    assert not mgr.query_data_version(cluster="c1", broker_addr="h:3",
+                                      data_version=version).changed
+    clock.set(102)
+    mgr.heartbeat(cluster="c1", broker_addr="h:2")
+    mgr.check_invariants()
+    events.clear()
+    clock.set(120_200)
+    expired = mgr.scan_expired()
+    assert _addrs(expired) == ["h:4", "h:5", "h:1", "h:3", "h:2"]  # by deadline
+    assert [e.last_update_ms for e in expired] == [3, 4, 100, 101, 102]
+    (event,) = events
+    assert [x.broker_addr for x in event.removed] == _addrs(expired)
+    mgr.check_invariants()
+
+
+def test_keep_alives_read_a_clock_that_steps_back_as_standing_still():
+    clock = SteppingClock(1_000, 5_000, 4_000, 4_500, 6_000)
+    mgr = r.RouteInfoManager(clock=clock)  # reads 1 000
+    mgr.register(reg("a", 0, "h:1"))  # 5 000
+    assert mgr.heartbeat(cluster="c1", broker_addr="h:1")  # 4 000: stays 5 000
+    (info,) = mgr.live_brokers().values()
+    assert info.last_update_timestamp == 5_000
+    answer = mgr.query_data_version(cluster="c1", broker_addr="h:1",
+                                    data_version=r.DataVersion(counter=1))  # 4 500
+    (info,) = mgr.live_brokers().values()
+    assert not answer.changed and info.last_update_timestamp == 5_000
+    assert mgr.heartbeat(cluster="c1", broker_addr="h:1")  # 6 000
+    (info,) = mgr.live_brokers().values()
+    assert info.last_update_timestamp == 6_000
+    mgr.check_invariants()
+
+
+def test_the_deadline_buckets_hold_no_refresh_time_of_their_own():
+    clock = r.ManualClock(start_ms=0)
+    mgr = r.RouteInfoManager(clock=clock)
+    mgr.register(reg("a", 0, "h:1"))
+    mgr.register(reg("b", 0, "h:2", heartbeat_timeout_ms=10_000))
+    clock.advance(5)
+    mgr.heartbeat(cluster="c1", broker_addr="h:1")
+    state = mgr._state
+    for key, live in state.live.items():
+        assert live.bucket is state.deadlines.bucket_of(live.timeout)
+        assert dict(live.bucket)[key] is None
+    assert sorted(state.deadlines.items()) == [(("c1", "h:1"), 120_000, 120_005),
+                                               (("c1", "h:2"), 10_000, 10_000)]
+    mgr.check_invariants()
