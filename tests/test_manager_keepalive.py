@@ -4,6 +4,8 @@ is one ``move_to_end``. Expiry stays exact to the millisecond and in deadline or
 
 from __future__ import annotations
 
+import pytest
+
 import routing as r
 from core_helpers import reg
 
@@ -98,4 +100,28 @@ def test_the_deadline_buckets_hold_no_refresh_time_of_their_own():
         assert dict(live.bucket)[key] is None
     assert sorted(state.deadlines.items()) == [(("c1", "h:1"), 120_000, 120_005),
                                                (("c1", "h:2"), 10_000, 10_000)]
+    mgr.check_invariants()
+
+
+def test_query_data_version_checks_the_version_before_changing_anything():
+    clock = r.ManualClock(start_ms=0)
+    mgr = r.RouteInfoManager(clock=clock)
+    registration = reg("a", 0, "h:1")
+    mgr.register(registration)
+    clock.set(50)
+    before = dict(mgr.live_brokers())
+    for bad in ("v1", None, {"counter": 1}):
+        for addr in ("h:1", "h:9"):  # known and unknown brokers: the same error
+            with pytest.raises(r.InvalidRequest, match="data_version"):
+                mgr.query_data_version(cluster="c1", broker_addr=addr, data_version=bad)
+    assert dict(mgr.live_brokers()) == before  # not refreshed
+    same = mgr.query_data_version(cluster="c1", broker_addr="h:1",
+                                  data_version=registration.data_version)
+    equal = mgr.query_data_version(cluster="c1", broker_addr="h:1",
+                                   data_version=r.DataVersion(counter=1))
+    assert same is equal and not same.changed  # the shared "unchanged" answer
+    assert mgr.query_data_version(cluster="c1", broker_addr="h:1",
+                                  data_version=r.DataVersion(counter=2)).changed
+    (info,) = mgr.live_brokers().values()
+    assert info.last_update_timestamp == 50
     mgr.check_invariants()

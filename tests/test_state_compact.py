@@ -160,7 +160,7 @@ def test_the_tables_keep_one_copy_of_each_name(clock):
     state = mgr._state
     ((key, live),) = state.live.items()
     group = state.groups["broker"]
-    assert live.key is key and key[0] is group.cluster and key[1] is group.member(0)
+    assert key[0] is group.cluster and key[1] is group.member(0)
     assert live.broker_name is group.broker_name
     assert key[0] is next(iter(state.clusters))  # one copy of the cluster name
     other = r.RouteInfoManager(clock=clock)  # a new key's cluster name is interned

@@ -77,8 +77,6 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
     # --- live entries, channels, deadlines, filter servers
     keys_of_channel: dict[Hashable, set[LiveKey]] = {}
     for key, live in state.live.items():
-        if live.key != key:
-            add(f"live entry filed under {key} has key {live.key}")
         if live.channel is not None:
             keys_of_channel.setdefault(live.channel, set()).add(key)
         if live.bucket is not state.deadlines.bucket_of(live.timeout):

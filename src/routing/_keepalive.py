@@ -43,9 +43,9 @@ class KeepAlive:
                            data_version: DataVersion) -> VersionAnswer:
         """QUERY_DATA_VERSION: is ``data_version`` different from the stored one? Always
         refreshes liveness of a known broker (5.x). O(1), as `heartbeat`, plus a comparison
-        of three integers; the "unchanged" answer is made once per live entry and shared."""
-        if type(data_version) is not DataVersion and not isinstance(data_version, DataVersion):
-            fail("data_version", data_version, "a DataVersion")
+        of three integers; the "unchanged" answer is made once per live entry and shared.
+        ``data_version`` is checked before anything changes, but not when it is the very
+        object stored (a host passing its broker's version object again)."""
         key = (cluster, broker_addr)
         self._lock.acquire()
         try:
@@ -54,6 +54,10 @@ class KeepAlive:
             except TypeError:  # unhashable input: validation below names it
                 live = None
             if live is not None:
+                stored = live.data_version
+                if (stored is not data_version and type(data_version) is not DataVersion
+                        and not isinstance(data_version, DataVersion)):
+                    fail("data_version", data_version, "a DataVersion")
                 now = self._clock.now_ms()  # self._now(), inlined: the hot path
                 last = self._last_now
                 if now != last:  # (equal: nothing to store, the usual case at high rates)
@@ -63,7 +67,6 @@ class KeepAlive:
                         self._last_now = now
                 live.last_update = now  # DeadlineIndex.touch, inlined: the index reads it
                 live.bucket.move_to_end(key)
-                stored = live.data_version
                 if stored is data_version or _same_version(stored, data_version):
                     answer = live.unchanged_answer
                     if answer is None:
@@ -73,6 +76,8 @@ class KeepAlive:
                 return VersionAnswer(changed=True, stored=stored)
         finally:
             self._lock.release()
+        if type(data_version) is not DataVersion and not isinstance(data_version, DataVersion):
+            fail("data_version", data_version, "a DataVersion")
         self._known_key(cluster, broker_addr)  # unknown: raises if invalid (D7)
         return VersionAnswer(changed=True, stored=None)
 

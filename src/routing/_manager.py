@@ -246,7 +246,7 @@ class RouteInfoManager(KeepAlive):
         if live is not None:
             st.drop_live(key)
             if self._listener is not None:
-                removed.append(self._removed(live, "unregistered"))
+                removed.append(self._removed(key, live, "unregistered"))
             changed = True
         group = st.groups.get(broker_name)
         if group is not None:
@@ -340,15 +340,15 @@ class RouteInfoManager(KeepAlive):
                 member_id = next(i for i, a in group.addrs.items() if a == addr)
                 remove_member(st, self._config, group, addr, member_id, pending)
         if self._listener is not None:
-            removed.append(self._removed(live, reason))
+            removed.append(self._removed(key, live, reason))
         return unchecked(ExpiredBroker, cluster=key[0], broker_addr=addr,
                          broker_name=own_name, broker_id=live.broker_id, channel=live.channel,
                          last_update_ms=live.last_update, timeout_ms=live.timeout,
                          generation=live.generation)
 
-    def _removed(self, live: Live, reason: RemovalReason) -> BrokerRemoved:
-        return BrokerRemoved(cluster=live.key[0], broker_name=live.broker_name,
-                             broker_id=live.broker_id, broker_addr=live.key[1],
+    def _removed(self, key: LiveKey, live: Live, reason: RemovalReason) -> BrokerRemoved:
+        return BrokerRemoved(cluster=key[0], broker_name=live.broker_name,
+                             broker_id=live.broker_id, broker_addr=key[1],
                              generation=live.generation, reason=reason,
                              last_update_ms=live.last_update)
 

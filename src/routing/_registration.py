@@ -63,18 +63,14 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
     """Apply an accepted registration to the tables, Java's steps in order (see the module
     docstring). O(I) plus O(T_payload) when the topic rows are written."""
     name, bid = reg.broker_name, reg.broker_id
-    # The tables keep one copy of each name: a re-registration reuses the key (and so the
-    # cluster and address strings) the live table holds; a new key's cluster name is
-    # interned (clusters are few, brokers many, and every decoded request brings its own
-    # copy of the name).
-    old_live = state.live.get((reg.cluster, reg.broker_addr))
-    key: LiveKey
-    if old_live is not None:
-        key = old_live.key
-    else:
-        cluster = reg.cluster
-        key = (sys.intern(cluster) if type(cluster) is str else cluster, reg.broker_addr)
-    cluster, addr = key
+    # The tables keep one copy of each name: the cluster name is interned (clusters are
+    # few, brokers many, and every decoded request brings its own copy of the name), and a
+    # re-registration's key and address only look up what the tables already hold.
+    cluster, addr = reg.cluster, reg.broker_addr
+    if type(cluster) is str:
+        cluster = sys.intern(cluster)
+    key: LiveKey = (cluster, addr)
+    old_live = state.live.get(key)
 
     # steps 1-4: cluster and group (the acting-master flag and zone follow the newest)
     group = state.groups.get(name)
@@ -119,14 +115,14 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
                      wipe_write=is_prime_slave and acting, delete_by_omission=deletes)
 
     # step 8: the live entry (a new generation; remembers the table it applied)
-    live = Live(key, broker_name=name, broker_id=bid, last_update=now,
+    live = Live(broker_name=name, broker_id=bid, last_update=now,
                 timeout=reg.heartbeat_timeout_ms or config.default_heartbeat_timeout_ms,
                 data_version=reg.data_version, channel=reg.channel,
                 ha_server_addr=reg.ha_server_addr, generation=generation)
     if writes:  # (the shared empty table shares one weak reference too)
         live.applied_table, live.applied_epoch = weakref.ref(reg.topics), group.rows_epoch
         live.applied_deleted = deletes
-    state.put_live(live)
+    state.put_live(key, live)
 
     # step 11: filter servers
     if reg.filter_servers is not None:

@@ -225,12 +225,12 @@ class Live:
 
     __slots__ = ("applied_deleted", "applied_epoch", "applied_table", "broker_id",
                  "broker_name", "bucket", "channel", "data_version", "generation",
-                 "ha_server_addr", "key", "last_update", "timeout", "unchanged_answer")
+                 "ha_server_addr", "last_update", "timeout", "unchanged_answer")
 
-    def __init__(self, key: LiveKey, *, broker_name: str, broker_id: int, last_update: int,
+    def __init__(self, *, broker_name: str, broker_id: int, last_update: int,
                  timeout: int, data_version: DataVersion, channel: Hashable | None,
                  ha_server_addr: str | None, generation: int) -> None:
-        self.key = key
+        # (no key of its own: the tables hold it, and every path reaching an entry has it)
         self.broker_name = broker_name
         self.broker_id = broker_id
         self.last_update = last_update
@@ -427,19 +427,20 @@ class State:
 
     # ------------------------------------------------------------------ live entries
 
-    def put_live(self, live: Live) -> None:
-        """Insert or replace a live entry, keeping the channel and deadline indexes. O(1)."""
-        old = self.live.get(live.key)
+    def put_live(self, key: LiveKey, live: Live) -> None:
+        """Insert or replace the live entry of ``key``, keeping the channel and deadline
+        indexes. O(1)."""
+        old = self.live.get(key)
         if old is not None and old.channel != live.channel:
-            self._unindex_channel(old)
-        self.live[live.key] = live
+            self._unindex_channel(key, old)
+        self.live[key] = live
         if live.channel is not None:
-            self.keys_of_channel.setdefault(live.channel, set()).add(live.key)
+            self.keys_of_channel.setdefault(live.channel, set()).add(key)
         if old is not None and old.timeout == live.timeout:  # a refresh: DeadlineIndex.touch
             bucket = live.bucket = old.bucket
-            bucket.move_to_end(live.key)
+            bucket.move_to_end(key)
             return
-        live.bucket = self.deadlines.set(live.key, timeout_ms=live.timeout,
+        live.bucket = self.deadlines.set(key, timeout_ms=live.timeout,
                                          deadline_ms=live.last_update + live.timeout,
                                          previous_timeout_ms=None if old is None
                                          else old.timeout, refresh_ms=live.last_update)
@@ -448,11 +449,6 @@ class State:
         """The deadline index's refresh time of ``key``: its live entry's ``last_update``."""
         return self.live[key].last_update
 
-    def touch_live(self, live: Live, now_ms: int) -> None:
-        """Refresh ``last_update`` (Java ``updateBrokerInfoUpdateTimestamp``). O(1)."""
-        live.last_update = now_ms
-        self.deadlines.touch(live.key, live.timeout, now_ms)
-
     def drop_live(self, key: LiveKey, *, expired: bool = False) -> Live | None:
         """Remove a live entry and its filter servers; ``expired`` when the deadline index
         already let it go (`DeadlineIndex.pop_expired`). O(1)."""
@@ -460,19 +456,19 @@ class State:
         if live is None:
             return None
         if live.channel is not None:
-            self._unindex_channel(live)
+            self._unindex_channel(key, live)
         if not expired:
             self.deadlines.discard(key, timeout_ms=live.timeout)
         if key in self.filter_servers:
             self.set_filter_servers(key, ())
         return live
 
-    def _unindex_channel(self, live: Live) -> None:
+    def _unindex_channel(self, key: LiveKey, live: Live) -> None:
         if live.channel is None:
             return
         keys = self.keys_of_channel.get(live.channel)
         if keys is not None:
-            keys.discard(live.key)
+            keys.discard(key)
             if not keys:
                 del self.keys_of_channel[live.channel]
 
