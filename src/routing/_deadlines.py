@@ -147,9 +147,11 @@ class DeadlineIndex(Generic[K]):
         return map(of, bucket) if of is not None else bucket.values()  # type: ignore[return-value]
 
     def _first(self, bucket: OrderedDict[K, int | None]) -> int:
+        """The oldest refresh time (ms) of a non-empty bucket. O(1)."""
         return next(iter(self._refreshes(bucket)))
 
     def _last(self, bucket: OrderedDict[K, int | None]) -> int:
+        """The newest refresh time (ms) of a non-empty bucket. O(1)."""
         of = self._refresh_of
         if of is not None:
             return of(next(reversed(bucket)))

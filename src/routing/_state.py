@@ -446,7 +446,8 @@ class State:
                                          else old.timeout, refresh_ms=live.last_update)
 
     def _refresh_of(self, key: LiveKey) -> int:
-        """The deadline index's refresh time of ``key``: its live entry's ``last_update``."""
+        """The deadline index's refresh time (ms) of ``key``: its live entry's
+        ``last_update`` (Java ``BrokerLiveInfo.lastUpdateTimestamp``). O(1)."""
         return self.live[key].last_update
 
     def drop_live(self, key: LiveKey, *, expired: bool = False) -> Live | None:
