@@ -107,8 +107,11 @@ class Analysis:
             (self.tables[name].repartition(1).sortWithinPartitions(*TABLES[name].key)
              .write.mode(mode).parquet(f"{out_dir.rstrip('/')}/{name}"))
 
+        # the largest table first (its route JSON, one row per route change): the small
+        # ones are written beside it instead of after it
+        names = sorted(self.tables, key=lambda name: name != "route_changes")
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            done = [pool.submit(one, name) for name in self.tables]
+            done = [pool.submit(one, name) for name in names]
         for future in done:
             future.result()
 
