@@ -164,13 +164,16 @@ class RouteInfoManager(KeepAlive):
         reg = registration
         if type(reg) is not Registration or self._config.max_queue_nums < MAX_QUEUE_NUMS:
             return None
-        with self._lock:
+        self._lock.acquire()  # acquire/release, not ``with``: about 100 ns less a call
+        try:
             gen = self._generation + 1
             if not renew_registration(self._state, reg, self._now(), self._config,
                                       generation=gen):
                 return None
             self._generation = gen
             return gen
+        finally:
+            self._lock.release()
 
     def _register(self, reg: Registration, now: int) -> tuple[RegisterResult, RouteChange | None]:
         decided = decide_registration(self._state, reg, self._config)
