@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import attrs
@@ -48,7 +50,7 @@ from ._outputs import Row
 from ._plan import component_count, components
 from ._read import NsStats, line_key, name_server_rows, rejected_counts
 from ._schema import TABLES, sort_rows
-from ._spark_read import read, read_lines, to_parquet
+from ._spark_read import read, read_lines, task_slots, to_parquet
 from ._spark_steps import (
     CONTRIB_COLUMNS,
     KILL_WORKER_ENV,
@@ -64,6 +66,11 @@ __all__ = ["KILL_WORKER_ENV", "Analysis", "analyze", "read_lines", "rows_equal",
 
 Progress = Callable[[str], None]
 
+#: The tables the topic sweep makes.
+SWEPT_TABLES = ("route_changes", "routes_at", "disagreement", "disagreement_totals",
+                "availability")
+#: Partitions of the topic sweep per task slot (`_spark_read.task_slots`).
+SWEEP_TASKS_PER_SLOT = 4
 #: Tables `Analysis.write` writes at once (Spark jobs submitted from driver threads).
 WRITE_JOBS = 4
 
@@ -85,12 +92,24 @@ class Analysis:
     partitions: Mapping[str, int]
     read_tasks: int = 0
     _persisted: tuple[Any, ...] = attrs.field(alias="persisted", default=())
+    #: the topic sweep, computed in the background from `analyze`'s return on (its job
+    #: overlaps the writing of the other tables), and the tables made from it
+    _sweeping: Future[Any] | None = attrs.field(alias="sweeping", default=None)
+    _swept: frozenset[str] = attrs.field(alias="swept", default=frozenset())
 
     def __getitem__(self, name: str) -> Any:
         return self.tables[name]
 
+    def ready(self) -> None:
+        """Wait until the topic sweep's job has ended (raises its error). `collect`,
+        `write` and `unpersist` wait for it themselves; a table read directly before it
+        ends is correct too, but may compute the sweep a second time."""
+        if self._sweeping is not None:
+            self._sweeping.result()
+
     def collect(self) -> dict[str, list[dict[str, Any]]]:
         """Every table as sorted plain rows, the shape `analyze_local` returns."""
+        self.ready()
         return {name: sort_rows(TABLES[name], [r.asDict(recursive=True) for r in df.collect()])
                 for name, df in self.tables.items()}
 
@@ -104,19 +123,24 @@ class Analysis:
         from concurrent.futures import ThreadPoolExecutor
 
         def one(name: str) -> None:
+            if name in self._swept:
+                self.ready()
             (self.tables[name].repartition(1).sortWithinPartitions(*TABLES[name].key)
              .write.mode(mode).parquet(f"{out_dir.rstrip('/')}/{name}"))
 
-        # the largest table first (its route JSON, one row per route change): the small
-        # ones are written beside it instead of after it
-        names = sorted(self.tables, key=lambda name: name != "route_changes")
+        # the tables that need no sweep first, written while it runs; then the largest
+        # table (its route JSON, one row per route change), the others beside it
+        names = sorted(self.tables, key=lambda name: (name in self._swept,
+                                                      name != "route_changes"))
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             done = [pool.submit(one, name) for name in names]
         for future in done:
             future.result()
 
     def unpersist(self) -> None:
-        """Release the cached intermediate results."""
+        """Release the cached intermediate results (once the sweep has ended)."""
+        if self._sweeping is not None:
+            self._sweeping.exception()  # waits; its error, if any, was for the readers
         for df in self._persisted:
             df.unpersist()
 
@@ -321,12 +345,11 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     removals = session_removals(sessions)
     contrib = contributions.filter(F.col("tbl") == "contrib").select(
         *(c for c, _ in CONTRIB_COLUMNS))
-    swept = keep(contrib.repartition(F.col("topic"))
+    # a few topics (served by every group) weigh most: more partitions than task slots
+    # let the scheduler fill the cores around them
+    swept = keep(contrib.repartition(SWEEP_TASKS_PER_SLOT * task_slots(spark), F.col("topic"))
                  .sortWithinPartitions("topic", "at_ms", "ns", "seq", "part")
                  .mapInArrow(topic_step(spans, at, removals), WIDE_DDL))
-    # computed here, once: jobs that read it at the same time (`Analysis.write`) would
-    # otherwise each start the sweep, or wait for each other's partitions
-    swept.count()
     tables: dict[str, Any] = {}
     for name in ("sessions", "expiries", "rejected"):
         tables[name] = table(name, rows)
@@ -334,8 +357,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         tables["rejected"] = tables["rejected"].unionByName(spark.createDataFrame(
             [tuple(r[c] for c in TABLES["rejected"].names) for r in found.notes],
             TABLES["rejected"].spark_schema()))
-    for name in ("route_changes", "routes_at", "disagreement", "disagreement_totals",
-                 "availability"):
+    for name in SWEPT_TABLES:
         tables[name] = table(name, swept)
 
     if rejected_by_ns is None:  # partition="group": the replay stage rejects lines too
@@ -356,8 +378,28 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
             first = failing.orderBy(*TABLES["rejected"].key).limit(5).collect()
             raise RejectedRecords([r.asDict(recursive=True) for r in first], total=total,
                                   gaps=gaps)
+    # The sweep is computed once, by one job started here in the background: jobs that
+    # read it at the same time would each start it, or wait for each other's partitions;
+    # `Analysis.write` writes the other tables meanwhile.
     return Analysis(tables=ordered, partitions=parts, read_tasks=read_tasks,
-                    persisted=tuple(persisted))
+                    persisted=tuple(persisted), sweeping=_in_background(swept.count),
+                    swept=frozenset(SWEPT_TABLES))
+
+
+def _in_background(job: Callable[[], Any]) -> Future[Any]:
+    """``job()`` run in a daemon thread (a Spark action: the session runs jobs from
+    several threads at once); its result or error in the future."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # handed to whoever waits
+                future.set_exception(exc)
+
+    threading.Thread(target=run, name="routing-sweep", daemon=True).start()
+    return future
 
 
 def rows_equal(left: Mapping[str, list[Row]], right: Mapping[str, list[Row]]) -> list[str]:
