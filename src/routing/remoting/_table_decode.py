@@ -137,6 +137,17 @@ def _run(text: str, pos: int, prev_text: str, prev_spans: list[tuple[int, int, i
     return low
 
 
+def _after_member(text: str, pos: int) -> tuple[int, bool] | None:
+    """After a member's value at ``pos``: (where the next member starts, False), or (just
+    past the object's ``}``, True); None if neither a ``,`` nor a ``}`` follows."""
+    pos = _blank(text, pos).end()
+    if text[pos] == "}":
+        return pos + 1, True
+    if text[pos] != ",":
+        return None
+    return _blank(text, pos + 1).end(), False
+
+
 def _read_table(text: str, start: int, previous: TableText | None
                 ) -> tuple[TableText, int] | None:
     """The object at ``text[start] == "{"``, member by member (see the module docstring);
@@ -170,13 +181,13 @@ def _read_table(text: str, start: int, previous: TableText | None
                 members.update(zip(same_keys, same, strict=True))
                 pos += e0 - k0
                 at += run
-                pos = _blank(text, pos).end()
-                if text[pos] == "}":
-                    end = pos + 1
-                    break
-                if text[pos] != ",":
+                after = _after_member(text, pos)
+                if after is None:
                     return None
-                pos = _blank(text, pos + 1).end()
+                pos, last = after
+                if last:
+                    end = pos
+                    break
                 continue
             if text[pos] != '"':
                 return None
@@ -203,12 +214,12 @@ def _read_table(text: str, start: int, previous: TableText | None
             spans.append((key_at - start, value_at - start, pos - start))
             keys.append(key)
             configs.append(config)
-            pos = _blank(text, pos).end()
-            if text[pos] == "}":
-                end = pos + 1
-                break
-            if text[pos] != ",":
+            after = _after_member(text, pos)
+            if after is None:
                 return None
-            pos = _blank(text, pos + 1).end()
+            pos, last = after
+            if last:
+                end = pos
+                break
     table = TopicTable.of_configs(list(members.values()))
     return TableText(text[start:end], spans, keys, configs, table), end
