@@ -181,39 +181,32 @@ def _read_table(text: str, start: int, previous: TableText | None
                 members.update(zip(same_keys, same, strict=True))
                 pos += e0 - k0
                 at += run
-                after = _after_member(text, pos)
-                if after is None:
-                    return None
-                pos, last = after
-                if last:
-                    end = pos
-                    break
-                continue
-            if text[pos] != '"':
-                return None
-            key, pos = _scan(text, pos)
-            pos = _blank(text, pos).end()
-            if text[pos] != ":":
-                return None
-            pos = value_at = _blank(text, pos + 1).end()
-            if at < count and prev_keys[at] == key:  # a changed value at the same place
-                index: int | None = at
             else:
-                index = previous.index_of(key) if previous is not None else None
-            config: TopicConfig | None = None
-            if index is not None:
-                _, v0, e0 = prev_spans[index]
-                if startswith(prev_text[v0:e0], pos):  # this name's previous value
-                    config = prev_configs[index]
-                    pos += e0 - v0
-                at = index + 1
-            if config is None:
-                value, pos = _scan(text, pos)
-                config = _topic_config(value)
-            members[key] = config
-            spans.append((key_at - start, value_at - start, pos - start))
-            keys.append(key)
-            configs.append(config)
+                if text[pos] != '"':
+                    return None
+                key, pos = _scan(text, pos)
+                pos = _blank(text, pos).end()
+                if text[pos] != ":":
+                    return None
+                pos = value_at = _blank(text, pos + 1).end()
+                if at < count and prev_keys[at] == key:  # a changed value at the same place
+                    index: int | None = at
+                else:
+                    index = previous.index_of(key) if previous is not None else None
+                config: TopicConfig | None = None
+                if index is not None:
+                    _, v0, e0 = prev_spans[index]
+                    if startswith(prev_text[v0:e0], pos):  # this name's previous value
+                        config = prev_configs[index]
+                        pos += e0 - v0
+                    at = index + 1
+                if config is None:
+                    value, pos = _scan(text, pos)
+                    config = _topic_config(value)
+                members[key] = config
+                spans.append((key_at - start, value_at - start, pos - start))
+                keys.append(key)
+                configs.append(config)
             after = _after_member(text, pos)
             if after is None:
                 return None
