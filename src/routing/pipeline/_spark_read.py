@@ -162,7 +162,7 @@ class Lines:
     split: bool = False
     #: builds (lines, texts, scan): ``scan`` is the text files' scan (one frame: its
     #: partitions are the read tasks), or None
-    build: Callable[[], tuple[Any, Any, Any]] = attrs.field(default=None, repr=False)
+    build: Callable[[], tuple[Any, Any, Any]] = attrs.field(kw_only=True, repr=False)
     _frames: tuple[Any, Any, Any] | None = attrs.field(default=None, init=False, repr=False)
 
     def _built(self) -> tuple[Any, Any, Any]:
