@@ -534,24 +534,34 @@ def test_processor_keeps_state_consistent_under_random_requests(clock: r.ManualC
     assert attrs.asdict(proc.scan())["close"] == ()
 
 
-class _Spy:
-    """A manager wrapper recording the registrations it is handed."""
+class ManagerSpy:
+    """A manager wrapper recording each ``register``/``renew`` it is handed: ``seen`` the
+    registrations, ``calls`` which answered (``"renew-miss"``: a ``renew`` that returned
+    None, the caller then registers)."""
 
     def __init__(self, manager: r.RouteInfoManager) -> None:
         self.manager = manager
         self.seen: list[r.Registration] = []
+        self.calls: list[str] = []
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.manager, name)
 
     def register(self, registration: r.Registration) -> r.RegisterResult:
         self.seen.append(registration)
+        self.calls.append("register")
         return self.manager.register(registration)
+
+    def renew(self, registration: r.Registration) -> int | None:
+        generation = self.manager.renew(registration)
+        self.seen.append(registration)
+        self.calls.append("renew" if generation is not None else "renew-miss")
+        return generation
 
 
 @pytest.fixture
 def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
-          ) -> tuple[NameServerProcessor, _Spy, list[int]]:
+          ) -> tuple[NameServerProcessor, ManagerSpy, list[int]]:
     """A processor over a spy, and the list of body sizes whose CRC it computed."""
     from routing.remoting import _register
 
@@ -562,7 +572,7 @@ def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
         return body_crc32(data)
 
     monkeypatch.setattr(_register, "body_crc32", counting_crc)
-    spy = _Spy(r.RouteInfoManager(clock=clock))
+    spy = ManagerSpy(r.RouteInfoManager(clock=clock))
     return NameServerProcessor(spy), spy, crcs  # type: ignore[arg-type]
 
 
@@ -626,7 +636,7 @@ def test_another_dialect_of_the_same_bytes_is_decoded_again(spied):
 
 
 def test_registration_memos_are_bounded_and_can_be_turned_off(clock: r.ManualClock) -> None:
-    spy = _Spy(r.RouteInfoManager(clock=clock))
+    spy = ManagerSpy(r.RouteInfoManager(clock=clock))
     off = NameServerProcessor(spy, body_cache_entries=0)  # type: ignore[arg-type]
     register(off)
     register(off)

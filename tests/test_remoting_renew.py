@@ -20,35 +20,15 @@ from routing.remoting import (
     ResponseCode,
     encode,
 )
-from test_remoting_processor import A0, A1, B0, register, send, topics
-
-
-class _Counting:
-    """A manager wrapper counting which of ``register``/``renew`` answered."""
-
-    def __init__(self, manager: r.RouteInfoManager) -> None:
-        self.manager = manager
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.manager, name)
-
-    def register(self, registration: r.Registration) -> r.RegisterResult:
-        self.calls.append("register")
-        return self.manager.register(registration)
-
-    def renew(self, registration: r.Registration) -> int | None:
-        generation = self.manager.renew(registration)
-        self.calls.append("renew" if generation is not None else "renew-miss")
-        return generation
+from test_remoting_processor import A0, A1, B0, ManagerSpy, register, send, topics
 
 
 def _pair(**config: Any) -> tuple[r.ManualClock, NameServerProcessor, NameServerProcessor,
-                                  _Counting]:
+                                  ManagerSpy]:
     clock = r.ManualClock(start_ms=1_000)
     cfg = r.RoutingConfig(**config)
     full = NameServerProcessor(r.RouteInfoManager(clock=clock, config=cfg))
-    counting = _Counting(r.RouteInfoManager(clock=clock, config=cfg))
+    counting = ManagerSpy(r.RouteInfoManager(clock=clock, config=cfg))
     fast = NameServerProcessor(counting, renew_unchanged=True)  # type: ignore[arg-type]
     return clock, full, fast, counting
 

@@ -36,6 +36,7 @@ from routing.remoting import (
     encode,
     serve,
 )
+from test_remoting_processor import ManagerSpy
 
 TIMEOUT_S = 10.0
 _opaques = itertools.count(1)
@@ -430,32 +431,13 @@ def test_unencodable_response_becomes_system_error() -> None:
     run(scenario)
 
 
-class _Seen:
-    """A manager wrapper recording the body objects that reach ``register``/``renew``."""
-
-    def __init__(self, manager: r.RouteInfoManager) -> None:
-        self.manager = manager
-        self.tables: list[object] = []
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.manager, name)
-
-    def register(self, registration: r.Registration) -> r.RegisterResult:
-        self.tables.append(registration.topics)
-        return self.manager.register(registration)
-
-    def renew(self, registration: r.Registration) -> int | None:
-        self.tables.append(registration.topics)
-        return self.manager.renew(registration)
-
-
 @pytest.mark.parametrize("piece", [1, 7, 4096, 200_000])
 def test_large_frames_in_any_pieces_are_answered_and_decoded_once(piece: int) -> None:
     """A 1 000-topic registration (~150 KB) sent whole and cut into pieces of ``piece``
     bytes (a partial frame is kept by the connection, whole ones decoded in the shared
     receive buffer); each answer right, and the body decoded once: an equal body is the
     connection's previous object, so the processor's memo hands over the same table."""
-    seen = _Seen(r.RouteInfoManager())
+    seen = ManagerSpy(r.RouteInfoManager())
     topics = {f"T{i}": r.TopicConfig(topic_name=f"T{i}", write_queue_nums=8) for i in range(1_000)}
     body = RegisterBrokerBody(data_version=r.DataVersion(counter=1, timestamp=1),
                               topics=topics).encode()
@@ -480,8 +462,9 @@ def test_large_frames_in_any_pieces_are_answered_and_decoded_once(piece: int) ->
                 [answer] = [c for c in client.pending if c.opaque == opaque]
                 assert answer.code == ResponseCode.SUCCESS, answer.remark
             client.close()
-            assert len(seen.tables) == 5  # first: renew misses, then register; 3 renewals
-            assert all(t is seen.tables[0] for t in seen.tables)
+            tables = [reg.topics for reg in seen.seen]
+            assert len(tables) == 5  # first: renew misses, then register; 3 renewals
+            assert all(t is tables[0] for t in tables)
             assert seen.manager.pickup_route("T999") is not None
 
     run(scenario)
