@@ -44,6 +44,7 @@ __all__ = [
     "raw_lines",
     "line_key",
     "name_server_rows",
+    "count_rejected",
     "rejected_counts",
 ]
 
@@ -302,12 +303,19 @@ class NsReading:
         return item
 
 
+def count_rejected(counts: dict[str, int], row: Row) -> None:
+    """Add one ``rejected`` row to ``counts`` (per name server; a row without one is not
+    counted). Both engines count with it."""
+    ns = row.get("ns")
+    if ns is not None:
+        counts[ns] = counts.get(ns, 0) + 1
+
+
 def rejected_counts(rejected: Iterable[Row]) -> dict[str, int]:
-    """Rejected rows per name server (rows without one are not counted)."""
+    """Rejected rows per name server (`count_rejected`)."""
     counts: dict[str, int] = {}
     for row in rejected:
-        if row.get("ns") is not None:
-            counts[row["ns"]] = counts.get(row["ns"], 0) + 1
+        count_rejected(counts, row)
     return counts
 
 

@@ -19,7 +19,7 @@ from ..journal import JournalEntry, JournalReader
 from ._lifetime import Removals
 from ._outputs import Emitted, ReplayDeriver
 from ._plan import nodes_of, replay_entry
-from ._read import NsReading, decode_line, line_key, raw_lines
+from ._read import NsReading, count_rejected, decode_line, line_key, raw_lines
 from ._schema import TABLES
 from ._topics import Contribution, sweep_topic
 
@@ -117,13 +117,13 @@ def _arrow_schema() -> Any:
 def _tag_rows(emitted: Iterable[Emitted], rejected: dict[str, int] | None = None
               ) -> Iterator[dict[str, Any]]:
     """Table rows as wide rows; ``rejected`` (if given) counts the ``rejected`` rows of
-    each name server, as `_read.rejected_counts` does."""
+    each name server (`_read.count_rejected`)."""
     for table, row in emitted:
         tagged = dict(row)
         tagged["kind"] = "row"
         tagged["tbl"] = table
-        if rejected is not None and table == "rejected" and row.get("ns") is not None:
-            rejected[row["ns"]] = rejected.get(row["ns"], 0) + 1
+        if rejected is not None and table == "rejected":
+            count_rejected(rejected, row)
         yield tagged
 
 
