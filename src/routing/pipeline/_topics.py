@@ -157,10 +157,6 @@ class _TextCache(Generic[_V]):
             self._held += len(text)
         return got
 
-    def clear(self) -> None:
-        self._map.clear()
-        self._held = 0
-
 
 #: ``TopicRouteData.from_json`` of a contribution's text, remembered: a topic's route takes
 #: a few shapes over and over (a broker leaves and comes back), and the routes are
