@@ -236,6 +236,8 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         return sorted(r[0] for r in headers.select(parsed.alias("k")).distinct().collect()
                       if r[0] is not None)
 
+    ends = ("ns", "broker_name", "end_ms", "end_reason")  # of a session: for the sweep
+
     def facts(stage: Any) -> tuple[Any, list[Any]]:
         """One job: the read stage's rows minus route contributions, persisted (the small
         tables are written from it), and what the driver needs from them (the misrouted
@@ -244,8 +246,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
                                  & (F.col("tbl").isNull() | (F.col("tbl") != "contrib"))))
         wanted = side.filter(F.col("kind").isin("misrouted", "stats", "counts")
                              | (F.col("tbl") == "sessions"))
-        return side, wanted.select("kind", "tbl", "payload", "ns", "broker_name", "end_ms",
-                                   "end_reason").collect()
+        return side, wanted.select("kind", "tbl", "payload", *ends).collect()
 
     def misrouted(got: list[Any]) -> bool:
         return any(r["kind"] == "misrouted" for r in got)
@@ -293,7 +294,6 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     spans = {s.ns: (s.first_ms, s.last_ms) for s in stats}
 
     assert side is not None
-    ends = ("ns", "broker_name", "end_ms", "end_reason")
     rejected_by_ns: dict[str, int] | None = None
     if partition == "ns":
         rows = side.filter(F.col("kind") == "row")  # every table row but the contributions
