@@ -67,7 +67,7 @@ def _inside(mgr: r.RouteInfoManager) -> dict[str, Any]:
                 None if v.applied_table is None else id(v.applied_table()),
                 v.applied_epoch, v.applied_deleted, list(v.bucket.items()))
             for k, v in st_.live.items()}
-    groups = {n: (g.cluster, dict(g.addrs), g.enable_acting_master, g.zone_name, g.rows_epoch)
+    groups = {n: (g.cluster, dict(g.addrs), g.enable_acting_master, g.zone_name, g.epoch)
               for n, g in st_.groups.items()}
     return {"seen": observable(mgr), "live": live, "groups": groups,
             "clusters": {c: sorted(n) for c, n in st_.clusters.items()},
@@ -153,6 +153,30 @@ def test_renew_refreshes_a_steady_broker_and_refuses_the_rest():
     mgr.delete_topic("T1")  # a missing row must come back through register
     assert mgr.renew(master) is None
     assert mgr.register(master).accepted and mgr.pickup_route("T1") is not None
+
+
+def test_the_same_object_renews_again_only_while_its_group_is_unchanged():
+    """`Live.steady`: a renewal by the object that renewed last skips the checks only
+    while the group's epoch stands; any change to the group sends it through them."""
+    clock = r.ManualClock(start_ms=0)
+    mgr = r.RouteInfoManager(clock=clock)
+    master = reg("a", 0, "h:1", topics=_T1, enable_acting_master=False)
+    mgr.register(master)
+    assert mgr.renew(master) is not None
+    steady = mgr._state.live[("c1", "h:1")].steady
+    assert steady is not None and steady[0]() is master
+    assert mgr.renew(master) is not None  # the remembered path
+    # a slave's registration sets the group's acting-master flag (the newest one wins):
+    # the master's own flag no longer matches, so register must decide
+    mgr.register(reg("a", 1, "h:2", topics=_T1, enable_acting_master=True))
+    assert mgr.renew(master) is None
+    assert mgr.register(master).accepted and mgr.renew(master) is not None
+    # a member leaving changes the group too; the master is still steady, as register says
+    assert mgr.unregister(cluster="c1", broker_addr="h:2", broker_name="a", broker_id=1)
+    clock.advance(7)
+    assert mgr.renew(master) is not None
+    (info,) = mgr.live_brokers().values()
+    assert info.last_update_timestamp == 7
 
 
 @pytest.mark.parametrize(("field", "value"), VARIANTS)

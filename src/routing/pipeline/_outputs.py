@@ -62,7 +62,9 @@ class _Session:
 
     def refresh(self, at: int) -> None:
         self.heartbeats += 1
-        self.gap = max(self.gap, at - self.last)
+        gap = at - self.last
+        if gap > self.gap:
+            self.gap = gap
         self.last = at
 
 
