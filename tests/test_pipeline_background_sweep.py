@@ -9,17 +9,37 @@ from typing import Any
 
 import pytest
 
-from routing.pipeline._spark import Analysis, _in_background
+from routing.pipeline._spark import SWEEP_POOL, Analysis, _in_background
+
+
+class _Context:
+    """A SparkContext stand-in: which thread set which local property."""
+
+    def __init__(self) -> None:
+        self.set: list[tuple[str, str, int]] = []
+
+    def setLocalProperty(self, key: str, value: str) -> None:  # Spark's name
+        self.set.append((key, value, threading.get_ident()))
 
 
 def test_in_background_hands_over_the_result_and_the_error() -> None:
-    assert _in_background(lambda: 42).result(timeout=10) == 42
+    context = _Context()
+    ran_in: list[int] = []
+
+    def job() -> int:
+        ran_in.append(threading.get_ident())
+        return 42
+
+    assert _in_background(job, context, SWEEP_POOL).result(timeout=10) == 42
+    # the job's own thread is in the sweep's pool, and the caller's is not
+    assert context.set == [("spark.scheduler.pool", SWEEP_POOL, ran_in[0])]
+    assert ran_in[0] != threading.get_ident()
 
     def fail() -> None:
         raise RuntimeError("sweep failed")
 
     with pytest.raises(RuntimeError, match="sweep failed"):
-        _in_background(fail).result(timeout=10)
+        _in_background(fail, context, SWEEP_POOL).result(timeout=10)
 
 
 class _Frame:

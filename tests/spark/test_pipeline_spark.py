@@ -279,6 +279,8 @@ def test_the_session_is_set_up_as_the_notes_require(spark: Any) -> None:
     assert "TieredStopAtLevel=1" in conf.get("spark.driver.extraJavaOptions")
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
     assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
+    # pools: the topic sweep's jobs do not queue behind the small tables' writes
+    assert conf.get("spark.scheduler.mode") == "FAIR"
 
 
 def test_bad_inputs_are_reported_alike_on_both_engines(spark: Any, tmp_path: Path) -> None:

@@ -258,6 +258,10 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
         "spark.log.level": "ERROR",
+        # pools share the task slots: the topic sweep (the longest chain after the read)
+        # runs in its own pool (`_spark.SWEEP_POOL`) beside the small tables' writes
+        # instead of queueing behind them
+        "spark.scheduler.mode": "FAIR",
     }
     if local:
         settings["spark.executorEnv.PYSPARK_PYTHON"] = sys.executable

@@ -69,6 +69,10 @@ Progress = Callable[[str], None]
 #: The tables the topic sweep makes.
 SWEPT_TABLES = ("route_changes", "routes_at", "disagreement", "disagreement_totals",
                 "availability")
+#: The scheduler pool of the topic sweep's jobs: under the FAIR scheduling `spark_session`
+#: sets, it gets task slots as soon as its stages are ready, whatever else waits (under
+#: FIFO, a session's default, pools are ignored).
+SWEEP_POOL = "routing-sweep"
 #: Partitions of the topic sweep per task slot (`_spark_read.task_slots`).
 SWEEP_TASKS_PER_SLOT = 4
 #: Tables `Analysis.write` writes at once (Spark jobs submitted from driver threads).
@@ -382,18 +386,21 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     # read it at the same time would each start it, or wait for each other's partitions;
     # `Analysis.write` writes the other tables meanwhile.
     return Analysis(tables=ordered, partitions=parts, read_tasks=read_tasks,
-                    persisted=tuple(persisted), sweeping=_in_background(swept.count),
+                    persisted=tuple(persisted),
+                    sweeping=_in_background(swept.count, spark.sparkContext, SWEEP_POOL),
                     swept=frozenset(SWEPT_TABLES))
 
 
-def _in_background(job: Callable[[], Any]) -> Future[Any]:
+def _in_background(job: Callable[[], Any], context: Any, pool: str) -> Future[Any]:
     """``job()`` run in a daemon thread (a Spark action: the session runs jobs from
-    several threads at once); its result or error in the future."""
+    several threads at once), its jobs in scheduler ``pool`` (a thread's own property:
+    PySpark pins each Python thread to a JVM thread); its result or error in the future."""
     future: Future[Any] = Future()
 
     def run() -> None:
         if future.set_running_or_notify_cancel():
             try:
+                context.setLocalProperty("spark.scheduler.pool", pool)
                 future.set_result(job())
             except BaseException as exc:  # handed to whoever waits
                 future.set_exception(exc)
