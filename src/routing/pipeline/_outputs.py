@@ -13,7 +13,10 @@ One `ReplayDeriver` follows one replay partition: a whole name server (the refer
   (``open``);
 * ``expiries`` — each ``expired`` removal, with the timeout from the scan's `ExpiredBroker`;
 * ``contrib`` — the partition's route of every topic in `RouteChange.changed_topics`, right
-  after the write (the input of the per-topic stage, ``_topics.py``);
+  after the write (the input of the per-topic stage, ``_topics.py``); or, replaying a whole
+  name server with ``changes=True``, ``route_changes`` — only the routes that differ from
+  the topic's previous answer there, as the per-topic stage would emit them (it then takes
+  their answers, not the route texts: `_topics.TopicSweep.feed_changes`);
 * ``rejected`` — entries the manager refused (`ReplayError`).
 
 Everything is taken from the library's events and results; nothing re-implements its rules.
@@ -39,7 +42,7 @@ from ..journal import (
     ReplayError,
     ReplayEvent,
 )
-from ._topics import canonical_json
+from ._topics import Answer, canonical_json, change_row
 
 __all__ = ["Emitted", "ReplayDeriver", "Row", "SourceRef"]
 
@@ -82,15 +85,19 @@ class ReplayDeriver:
     entries with `apply` in sequence order, then call `finish`. ``primary`` is False for a
     copy of an entry that is replayed in several partitions (headers, scans, topic
     deletions, channel closes): its replay rejection is reported by the primary copy only.
+    ``changes`` (a whole name server only: one partition's answer is then the name server's)
+    emits ``route_changes`` rows instead of contributions.
     """
 
-    def __init__(self, ns: str, part: int, *, end_ms: int) -> None:
+    def __init__(self, ns: str, part: int, *, end_ms: int, changes: bool = False) -> None:
         self.ns = ns
         self.part = part
         self.end_ms = end_ms
+        self.changes = changes
         self.replayer = Replayer()
         self.sessions: dict[tuple[str, str], _Session] = {}
-        self.present: set[str] = set()  # topics whose last contribution had a route
+        #: topics whose last route was present, with its digest (``changes``; else None)
+        self.present: dict[str, str | None] = {}
 
     # ------------------------------------------------------------------ input
 
@@ -141,9 +148,7 @@ class ReplayDeriver:
         for key in sorted(self.sessions):
             yield self._close(key, at, "restart")
         for topic in sorted(self.present):
-            yield "contrib", {"ns": self.ns, "topic": topic, "at_ms": at, "seq": header.seq,
-                              "part": self.part, "route_json": None}
-        self.present.clear()
+            yield from self._route(topic, at, header.seq, None)
 
     def _record(self, record: JournalRecord, event: ReplayEvent) -> Iterator[Emitted]:
         at = event.at_ms
@@ -173,14 +178,34 @@ class ReplayDeriver:
             return
         manager = self.replayer.managers[self.ns]  # a snapshot mapping: built only here
         for topic in sorted(change.changed_topics):
-            route = _route_of(manager, topic)
+            yield from self._route(topic, at, event.seq, _route_of(manager, topic))
+
+    def _route(self, topic: str, at: int, seq: int,
+               route: TopicRouteData | None) -> Iterator[Emitted]:
+        """The row of ``topic``'s route (None: none) after record ``seq`` at ``at`` ms: its
+        contribution, or with ``changes`` its ``route_changes`` row when it differs from
+        the previous answer (digest against digest, as the per-topic stage compares)."""
+        present = self.present
+        if not self.changes:
             if route is None:
-                self.present.discard(topic)
+                present.pop(topic, None)
             else:
-                self.present.add(topic)
-            yield "contrib", {"ns": self.ns, "topic": topic, "at_ms": at, "seq": event.seq,
+                present[topic] = None
+            yield "contrib", {"ns": self.ns, "topic": topic, "at_ms": at, "seq": seq,
                               "part": self.part,
                               "route_json": None if route is None else canonical_json(route)}
+            return
+        if route is None:
+            if topic not in present:
+                return
+            del present[topic]
+            answer = Answer.of(None, at)
+        else:
+            answer = Answer.of(route, at)
+            if present.get(topic, "") == answer.digest:
+                return
+            present[topic] = answer.digest
+        yield "route_changes", change_row(self.ns, topic, seq, answer)
 
     # ------------------------------------------------------------------ sessions
 

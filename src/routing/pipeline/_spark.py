@@ -52,6 +52,7 @@ from ._read import NsStats, line_key, name_server_rows, rejected_counts
 from ._schema import TABLES, sort_rows
 from ._spark_read import read, read_lines, task_slots, to_parquet
 from ._spark_steps import (
+    CHANGE_COLUMNS,
     CONTRIB_COLUMNS,
     KILL_WORKER_ENV,
     WIDE_DDL,
@@ -66,7 +67,8 @@ __all__ = ["KILL_WORKER_ENV", "Analysis", "analyze", "read_lines", "rows_equal",
 
 Progress = Callable[[str], None]
 
-#: The tables the topic sweep makes.
+#: The tables the topic sweep makes (``route_changes`` only with ``partition="group"``: a
+#: whole name server's replay emits its route changes itself).
 SWEPT_TABLES = ("route_changes", "routes_at", "disagreement", "disagreement_totals",
                 "availability")
 #: The scheduler pool of the topic sweep's jobs: under the FAIR scheduling `spark_session`
@@ -246,8 +248,8 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         """One job: the read stage's rows minus route contributions, persisted (the small
         tables are written from it), and what the driver needs from them (the misrouted
         flag, stats, rejected counts, the sessions' ends)."""
-        side = keep(stage.filter((F.col("kind") != "line")
-                                 & (F.col("tbl").isNull() | (F.col("tbl") != "contrib"))))
+        side = keep(stage.filter((F.col("kind") != "line") & (
+            F.col("tbl").isNull() | ~F.col("tbl").isin("contrib", "route_changes"))))
         wanted = side.filter(F.col("kind").isin("misrouted", "stats", "counts")
                              | (F.col("tbl") == "sessions"))
         return side, wanted.select("kind", "tbl", "payload", *ends).collect()
@@ -300,7 +302,9 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     assert side is not None
     rejected_by_ns: dict[str, int] | None = None
     if partition == "ns":
-        rows = side.filter(F.col("kind") == "row")  # every table row but the contributions
+        # every table row but the route changes (which stay in the read stage's cache: their
+        # route texts are most of its bytes)
+        rows = side.filter(F.col("kind") == "row")
         contributions = stage2
         parts = dict.fromkeys(spans, 1)
         sessions = [{c: r[c] for c in ends} for r in got if r["tbl"] == "sessions"]
@@ -347,21 +351,33 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     say("sweeping topics")
     # which broker sessions ended when: tells a topic deleted on purpose from an outage
     removals = session_removals(sessions)
-    contrib = contributions.filter(F.col("tbl") == "contrib").select(
-        *(c for c, _ in CONTRIB_COLUMNS))
+    tables: dict[str, Any] = {}
     # a few topics (served by every group) weigh most: more partitions than task slots
     # let the scheduler fill the cores around them
-    swept = keep(contrib.repartition(SWEEP_TASKS_PER_SLOT * task_slots(spark), F.col("topic"))
-                 .sortWithinPartitions("topic", "at_ms", "ns", "seq", "part")
-                 .mapInArrow(topic_step(spans, at, removals), WIDE_DDL))
-    tables: dict[str, Any] = {}
+    sweep_parts = SWEEP_TASKS_PER_SLOT * task_slots(spark)
+    if partition == "ns":
+        # whole name servers: their replay emitted the route changes itself; the sweep
+        # takes their answers without the route texts (digests, groups, queue counts)
+        changes = stage2.filter((F.col("kind") == "row") & (F.col("tbl") == "route_changes"))
+        tables["route_changes"] = changes.select(*TABLES["route_changes"].names)
+        swept = keep(changes.select(*(c for c, _ in CHANGE_COLUMNS))
+                     .repartition(sweep_parts, F.col("topic"))
+                     .sortWithinPartitions("topic", "at_ms", "ns", "seq")
+                     .mapInArrow(topic_step(spans, at, removals, changes=True), WIDE_DDL))
+    else:
+        contrib = contributions.filter(F.col("tbl") == "contrib").select(
+            *(c for c, _ in CONTRIB_COLUMNS))
+        swept = keep(contrib.repartition(sweep_parts, F.col("topic"))
+                     .sortWithinPartitions("topic", "at_ms", "ns", "seq", "part")
+                     .mapInArrow(topic_step(spans, at, removals), WIDE_DDL))
     for name in ("sessions", "expiries", "rejected"):
         tables[name] = table(name, rows)
     if found.notes:  # skipped, empty and cut-short files
         tables["rejected"] = tables["rejected"].unionByName(spark.createDataFrame(
             [tuple(r[c] for c in TABLES["rejected"].names) for r in found.notes],
             TABLES["rejected"].spark_schema()))
-    for name in SWEPT_TABLES:
+    swept_names = frozenset(SWEPT_TABLES) - tables.keys()
+    for name in swept_names:
         tables[name] = table(name, swept)
 
     if rejected_by_ns is None:  # partition="group": the replay stage rejects lines too
@@ -388,7 +404,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     return Analysis(tables=ordered, partitions=parts, read_tasks=read_tasks,
                     persisted=tuple(persisted),
                     sweeping=_in_background(swept.count, spark.sparkContext, SWEEP_POOL),
-                    swept=frozenset(SWEPT_TABLES))
+                    swept=swept_names)
 
 
 def _in_background(job: Callable[[], Any], context: Any, pool: str) -> Future[Any]:

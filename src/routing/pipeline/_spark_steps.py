@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from ..journal import JournalEntry, JournalReader
@@ -21,10 +22,10 @@ from ._outputs import Emitted, ReplayDeriver
 from ._plan import nodes_of, replay_entry
 from ._read import NsReading, count_rejected, decode_line, line_key, raw_lines
 from ._schema import TABLES
-from ._topics import Contribution, sweep_topic
+from ._topics import Contribution, answer_of_change, sweep_changes, sweep_topic
 
-__all__ = ["CONTRIB_COLUMNS", "KILL_WORKER_ENV", "WIDE_DDL", "local_file_step", "read_step",
-           "replay_step", "rows_of", "topic_step"]
+__all__ = ["CHANGE_COLUMNS", "CONTRIB_COLUMNS", "KILL_WORKER_ENV", "WIDE_DDL", "local_file_step",
+           "read_step", "replay_step", "rows_of", "topic_step"]
 
 #: Columns that tag a Python stage's output rows (besides the tables' own columns).
 _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("primary", "boolean"),
@@ -33,6 +34,10 @@ _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("prima
 #: Contributions: one partition's route of a topic after a record (`_topics.Contribution`).
 CONTRIB_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
                     ("part", "long"), ("route_json", "string"))
+#: ``route_changes`` rows as the topic sweep takes them (`_topics.answer_of_change`).
+CHANGE_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
+                  ("present", "boolean"), ("digest", "string"), ("groups", "array<string>"),
+                  ("read_queue_count", "long"), ("writable_queue_count", "long"))
 _BATCH_ROWS = 2048
 #: ... or fewer, once their route and line texts reach this many characters (a route of a
 #: topic that every group serves can be 100 kB)
@@ -224,7 +229,7 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
         if replay:
             deriver = derivers.get(ns)
             if deriver is None:
-                deriver = derivers[ns] = ReplayDeriver(ns, 0, end_ms=0)
+                deriver = derivers[ns] = ReplayDeriver(ns, 0, end_ms=0, changes=True)
             yield from _tag_rows(deriver.apply(entry, (source, line, text)), rejected)
         else:
             yield {"kind": "line", "ns": ns, "seq": entry.seq, "ts": entry.at_ms,
@@ -267,11 +272,15 @@ def _replay_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]]
 
 
 def topic_step(spans: Mapping[str, tuple[int, int]], at: Sequence[int],
-                removals: Removals) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """Stage 4: sweep each topic of the task (contributions sorted by time)."""
+               removals: Removals, *, changes: bool = False
+               ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """Stage 4: sweep each topic of the task, its input sorted by (topic, time): route
+    contributions (`CONTRIB_COLUMNS`), or with ``changes`` the ``route_changes`` rows of
+    whole name servers without their route text (`CHANGE_COLUMNS`)."""
 
     def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _to_batches(_tag_rows(_topic_rows(batches, spans, at, removals)))
+        rows = (_change_rows if changes else _topic_rows)(batches, spans, at, removals)
+        return _to_batches(_tag_rows(rows))
 
     return step
 
@@ -283,3 +292,12 @@ def _topic_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]],
             for r in rows_of(batches, names))
     for topic, group in itertools.groupby(rows, key=lambda c: c.topic):
         yield from sweep_topic(topic, group, spans, at, removals=removals)
+
+
+def _change_rows(batches: Iterable[Any], spans: Mapping[str, tuple[int, int]],
+                 at: Sequence[int], removals: Removals) -> Iterator[Emitted]:
+    names = tuple(c for c, _ in CHANGE_COLUMNS)
+    rows = (dict(zip(names, r, strict=True)) for r in rows_of(batches, names))
+    for topic, group in itertools.groupby(rows, key=itemgetter("topic")):
+        yield from sweep_changes(topic, ((r["at_ms"], r["ns"], r["seq"], answer_of_change(r))
+                                         for r in group), spans, at, removals=removals)

@@ -32,8 +32,8 @@ from .._values import Perm, TopicRouteData
 from ._lifetime import Removals, TopicLife
 
 __all__ = [
-    "Answer", "Contribution", "TopicSweep", "canonical_json", "merge_routes", "route_digest",
-    "sweep_topic",
+    "Answer", "Change", "Contribution", "TopicSweep", "answer_of_change", "canonical_json",
+    "change_row", "merge_routes", "route_digest", "sweep_changes", "sweep_topic",
 ]
 
 Row = dict[str, Any]
@@ -130,6 +130,30 @@ class Answer:
 
 
 _ABSENT = Answer.of(None, None)
+
+#: One name server's new answer for a topic, as its ``route_changes`` row says it:
+#: (at_ms, ns, seq, answer). The input of `TopicSweep.feed_changes`.
+Change = tuple[int, str, int, Answer]
+
+
+def change_row(ns: str, topic: str, seq: int, answer: Answer) -> Row:
+    """The ``route_changes`` row of ``answer`` (at its ``since_ms``), by record ``seq``."""
+    return {"ns": ns, "topic": topic, "at_ms": answer.since_ms, "seq": seq,
+            "present": answer.present, "groups": list(answer.groups),
+            "read_queue_count": answer.read_queue_count,
+            "writable_queue_count": answer.writable_queue_count,
+            "digest": answer.digest, "route_json": answer.route_json}
+
+
+def answer_of_change(row: Mapping[str, Any], *, groups: tuple[str, ...] | None = None
+                     ) -> Answer:
+    """The answer a ``route_changes`` row records, without its route text (the sweep
+    compares digests and reads groups and queue counts only); ``groups``: the row's groups
+    as a tuple the caller already holds (shared between equal lists). O(groups)."""
+    return Answer(present=row["present"], since_ms=row["at_ms"], digest=row["digest"],
+                  groups=tuple(row["groups"]) if groups is None else groups,
+                  read_queue_count=row["read_queue_count"],
+                  writable_queue_count=row["writable_queue_count"], route_json=None)
 
 
 class _TextCache(Generic[_V]):
@@ -247,8 +271,23 @@ class TopicSweep:
         if pending:
             yield from self._instant(pending)
 
-    def _instant(self, batch: list[Contribution]) -> Iterator[Emitted]:
-        t = batch[0].at_ms
+    def feed_changes(self, changes: Iterable[Change]) -> None:
+        """Apply answers that are already changes (sorted by at_ms, ns, seq): the
+        ``route_changes`` rows of a name server replayed whole, which its replay emitted
+        itself (`ReplayDeriver` with ``changes=True``). The same state as `feed` of the
+        contributions they came from, without their route texts; emits nothing."""
+        servers, life = self.servers, self.life
+        for t, ns, _seq, answer in changes:
+            if t != self.now:
+                self._at(t)
+            server = servers.get(ns)
+            if server is None:
+                raise ValueError(f"route change from name server {ns!r} without a span")
+            server.answer = answer
+            life.change(ns, t, answer.present, answer.writable, answer.groups)
+
+    def _at(self, t: int) -> None:
+        """The sweep reaches instant ``t`` (ms): integrate the time since the last one."""
         if self.now is not None and t < self.now:
             raise ValueError(f"contributions out of order: {t} ms after {self.now} ms")
         if self.now is not None and t > self.now:
@@ -256,6 +295,10 @@ class TopicSweep:
         elif self.now is None:
             self._take_routes_at(t)  # at-times before the first instant see no route
         self.now = t
+
+    def _instant(self, batch: list[Contribution]) -> Iterator[Emitted]:
+        t = batch[0].at_ms
+        self._at(t)
         i = 0
         while i < len(batch):
             ns, seq = batch[i].ns, batch[i].seq
@@ -274,13 +317,7 @@ class TopicSweep:
                 continue
             server.answer = answer
             self.life.change(ns, t, answer.present, answer.writable, answer.groups)
-            yield "route_changes", {
-                "ns": ns, "topic": self.topic, "at_ms": t, "seq": seq,
-                "present": answer.present, "groups": list(answer.groups),
-                "read_queue_count": answer.read_queue_count,
-                "writable_queue_count": answer.writable_queue_count,
-                "digest": answer.digest, "route_json": answer.route_json,
-            }
+            yield "route_changes", change_row(ns, self.topic, seq, answer)
 
     # ------------------------------------------------------------------ time passes
 
@@ -364,6 +401,16 @@ class TopicSweep:
                 "longest_ms": max((r["duration_ms"] for r in self.intervals), default=0),
                 "span_ms": span, "share": total / span}
         yield from (("availability", row) for row in self.life.rows())
+
+
+def sweep_changes(topic: str, changes: Iterable[Change], spans: Mapping[str, tuple[int, int]],
+                  at_times: Sequence[int] = (), *, removals: Removals) -> Iterator[Emitted]:
+    """Every row the topic stage produces for ``topic`` but its ``route_changes`` (given:
+    ``changes`` are their answers, sorted by (at_ms, ns, seq)); ``removals`` as for
+    `TopicSweep`. Equal to `sweep_topic` of the contributions behind them, less those rows."""
+    sweep = TopicSweep(topic, spans, at_times, removals=removals)
+    sweep.feed_changes(changes)
+    yield from sweep.finish()
 
 
 def sweep_topic(topic: str, contributions: Iterable[Contribution],

@@ -46,7 +46,7 @@ from ._read import (
 )
 from ._schema import TABLES, sort_rows
 from ._store import TableStore
-from ._topics import Contribution, sweep_topic
+from ._topics import Change, Contribution, answer_of_change, sweep_changes, sweep_topic
 
 __all__ = [
     "RejectedRecords", "Sources", "analyze_local", "analyze_local_to", "analyze_partitioned",
@@ -165,10 +165,7 @@ def analyze_local_to(out_dir: str | os.PathLike[str], sources: Sources, *,
     return store.write(Path(out_dir), _COLLECTED)
 
 
-#: One topic's contributions before the sweep: (at_ms, ns, seq, part, route_json), the
-#: JSON interned (a topic has few distinct routes).
-_Contrib: TypeAlias = tuple[int, str, int, int, str | None]
-_SWEEP_ORDER = itemgetter(0, 1, 2, 3)
+_SWEEP_ORDER = itemgetter(0, 1, 2)  # of a `Change`: (at_ms, ns, seq)
 
 
 def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
@@ -176,20 +173,21 @@ def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
     """Read, replay and sweep ``sources`` into ``out`` (see `analyze_local`)."""
     reading = NsReading()
     derivers: dict[str, ReplayDeriver] = {}
-    contribs: dict[str, list[_Contrib]] = {}
+    changes: dict[str, list[Change]] = {}  # by topic, for the sweep
+    groups: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct group list
     rejected: list[Row] = []  # also kept as dicts: --strict and the name_servers counts
     intern = out.intern
 
     def take(rows: Iterable[Emitted]) -> None:
         for table, row in rows:
-            if table == "contrib":
-                contribs.setdefault(intern(row["topic"]), []).append((
-                    row["at_ms"], intern(row["ns"]), row["seq"], row["part"],
-                    intern(row["route_json"])))
-            else:
-                out.add(table, row)
-                if table == "rejected":
-                    rejected.append(row)
+            out.add(table, row)
+            if table == "route_changes":  # the sweep keeps its answer, not its route text
+                names = tuple(row["groups"])
+                answer = answer_of_change(row, groups=groups.setdefault(names, names))
+                changes.setdefault(intern(row["topic"]), []).append((
+                    row["at_ms"], intern(row["ns"]), row["seq"], answer))
+            elif table == "rejected":
+                rejected.append(row)
 
     notes: list[Row] = []
     source = lines_of(sources, notes)
@@ -214,7 +212,7 @@ def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
         deriver = derivers.get(entry.nameserver_id)
         if deriver is None:
             deriver = derivers[entry.nameserver_id] = ReplayDeriver(
-                entry.nameserver_id, 0, end_ms=0)
+                entry.nameserver_id, 0, end_ms=0, changes=True)
         rows = deriver.apply(entry, where)
         if rows != ():  # a steady re-registration produces nothing
             take(rows)
@@ -229,13 +227,10 @@ def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
     rejected.extend(notes)
     spans = {ns: (s.first_ms, s.last_ms) for ns, s in reading.stats.items()}
     removals = session_removals(out.dicts("sessions"))
-    for topic in sorted(contribs):
-        items = contribs.pop(topic)  # swept, then released
-        items.sort(key=_SWEEP_ORDER)  # stable, as before: (at_ms, ns, seq, part)
-        take(sweep_topic(topic, (
-            Contribution(ns=ns, topic=topic, at_ms=at_ms, seq=seq, part=part,
-                         route_json=route_json)
-            for at_ms, ns, seq, part, route_json in items), spans, at, removals=removals))
+    for topic in sorted(changes):
+        items = changes.pop(topic)  # swept, then released
+        items.sort(key=_SWEEP_ORDER)  # (at_ms, ns, seq): one change per record and topic
+        take(sweep_changes(topic, items, spans, at, removals=removals))
     out.extend("name_servers", name_server_rows(reading.stats.values(),
                                                 rejected_counts(rejected)))
     if strict:
