@@ -67,7 +67,7 @@ def _inside(mgr: r.RouteInfoManager) -> dict[str, Any]:
                 None if v.applied_table is None else id(v.applied_table()),
                 v.applied_epoch, v.applied_deleted, list(v.bucket.items()))
             for k, v in st_.live.items()}
-    groups = {n: (g.cluster, dict(g.addrs), g.enable_acting_master, g.zone_name, g.epoch)
+    groups = {n: (g.cluster, dict(g.addrs), g.enable_acting_master, g.zone_name, g.rows_epoch)
               for n, g in st_.groups.items()}
     return {"seen": observable(mgr), "live": live, "groups": groups,
             "clusters": {c: sorted(n) for c, n in st_.clusters.items()},

@@ -114,22 +114,21 @@ def apply_registration(state: State, reg: Registration, now: int, decision: Deci
         write_topics(state, reg, group, rewrite_all=register_first or version_changed,
                      wipe_write=is_prime_slave and acting, delete_by_omission=deletes)
 
-    if group_dirty:  # (before step 8: the entry records the group's epoch after it)
-        state.group_changed(group)
-
     # step 8: the live entry (a new generation; remembers the table it applied)
     live = Live(broker_name=name, broker_id=bid, last_update=now,
                 timeout=reg.heartbeat_timeout_ms or config.default_heartbeat_timeout_ms,
                 data_version=reg.data_version, channel=reg.channel,
                 ha_server_addr=reg.ha_server_addr, generation=generation)
     if writes:  # (the shared empty table shares one weak reference too)
-        live.applied_table, live.applied_epoch = weakref.ref(reg.topics), group.epoch
+        live.applied_table, live.applied_epoch = weakref.ref(reg.topics), group.rows_epoch
         live.applied_deleted = deletes
     state.put_live(key, live)
 
     # step 11: filter servers
     if reg.filter_servers is not None:
         state.set_filter_servers(key, reg.filter_servers)
+    if group_dirty:
+        state.group_changed(group)
 
     # step 12: a slave learns its master's address and HA address
     master_addr = ha_addr = None
@@ -154,8 +153,8 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
     refresh the deadline index) and return True; otherwise change nothing and return False
     (the caller then runs `decide_registration` and `apply_registration`). O(I) for the
     prime-slave test, O(1) otherwise when ``reg.topics`` is the table last applied; about
-    a quarter of that when ``reg`` is the very object this entry last renewed with and its
-    group's epoch is unchanged since (``Live.steady``: the journal replay's common case).
+    half of that when ``reg`` is the very object this entry last renewed with and its
+    group is unchanged since (``Live.steady``: the journal replay's common case).
 
     Exact: every condition below is one `apply_registration` tests, read off its steps —
     the group and cluster exist with ``reg``'s flags (1–4), the id already holds this
@@ -170,10 +169,11 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
     group = state.groups.get(reg.broker_name)
     steady = live.steady
     if (steady is not None and steady[0]() is reg and group is not None
-            and group.epoch == steady[1]):
-        # The same object renewed this same entry last time, and the group (members,
-        # flags, rows; its cluster listings only grow while it exists) has not changed
-        # since: every check below would pass again, and step 8 would write what it holds.
+            and group.held_snapshots is steady[1] and group.rows_epoch == steady[2]):
+        # The same object renewed this same entry last time, and the group is the same
+        # object with the same members, flags (its BrokerData snapshot) and rows (its
+        # epoch); its cluster listings only grow while it exists: every check below would
+        # pass again, and step 8 would write what the entry holds.
         live.generation = generation
         live.last_update = now
         live.bucket.move_to_end(key)
@@ -208,12 +208,12 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
         ref = live.applied_table
         if ref is None or ref() is not reg.topics:
             live.applied_table = weakref.ref(reg.topics)
-        live.applied_epoch, live.applied_deleted = group.epoch, deletes
+        live.applied_epoch, live.applied_deleted = group.rows_epoch, deletes
     else:
         live.applied_table, live.applied_epoch, live.applied_deleted = None, -1, False
     live.last_update = now
     live.bucket.move_to_end(key)  # put_live's refresh: the timeout is unchanged
-    live.steady = (weakref.ref(reg), group.epoch)
+    live.steady = (weakref.ref(reg), group.snapshots(), group.rows_epoch)
     return True
 
 
@@ -257,7 +257,7 @@ def unchanged_table(state: State, old_live: Live | None, reg: Registration, grou
     (``isTopicConfigChanged``)."""
     if old_live is not None:
         ref = old_live.applied_table
-        if (ref is not None and old_live.applied_epoch == group.epoch
+        if (ref is not None and old_live.applied_epoch == group.rows_epoch
                 and ref() is reg.topics and (old_live.applied_deleted or not deletes)):
             return True
     names = reg.topics.keys()

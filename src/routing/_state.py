@@ -113,20 +113,18 @@ class Group:
     for the whole mapping (read-only; a new one-entry dict for a single member, so not for
     hot paths).
 
-    ``epoch`` is a stamp renewed (from `State.next_epoch`, unique across groups) on
-    every change to the group's topic rows (`State.put_row`, `State.drop_row`) and to its
-    `BrokerData` (members, flags: `State.group_changed`, which every such change calls);
-    0 only while the registration creating the group runs. A live entry remembers the
-    stamp right after it last applied its whole topic table, which makes re-sending that
-    same table O(1) (see ``Live.applied_table``), and the stamp of its last steady renewal
-    (``Live.steady``). Unique stamps mean an entry can never mistake another group's state
-    for the one it saw (a group at 0 has no row, and a table applied at 0 was empty).
+    ``rows_epoch`` is a stamp renewed (from `State.next_epoch`, unique across groups) on
+    every change to the group's topic rows, 0 while the group never had a row; a live
+    entry remembers the stamp right after it last applied its whole topic table, which
+    makes re-sending that same table O(1) (see ``Live.applied_table``). Unique stamps mean
+    an entry that applied its table to another group can never mistake this group's rows
+    for its own (a group at 0 has no row, and a table applied at 0 was empty).
     """
 
-    __slots__ = ("_addr", "_id", "_many", "_snapshot", "broker_name", "cluster", "clusters",
-                 "enable_acting_master", "epoch", "zone_name")
+    __slots__ = ("_addr", "_id", "_many", "broker_name", "cluster", "clusters",
+                 "enable_acting_master", "held_snapshots", "rows_epoch", "zone_name")
 
-    def __init__(self, cluster: str, broker_name: str, *, epoch: int = 0) -> None:
+    def __init__(self, cluster: str, broker_name: str, *, rows_epoch: int = 0) -> None:
         self.cluster = cluster  # fixed at creation, as Java
         self.broker_name = broker_name
         #: The clusters listing this group (`State.add_to_cluster`): nearly always one,
@@ -137,8 +135,10 @@ class Group:
         self._many: dict[int, str] | None = None  # every member, when several
         self.zone_name: str | None = None
         self.enable_acting_master = False
-        self.epoch = epoch
-        self._snapshot: tuple[BrokerData] | None = None
+        self.rows_epoch = rows_epoch
+        #: `snapshots` as last built, None since the last change (`changed`): read it,
+        #: never set it (a renewal compares it by identity, see ``Live.steady``)
+        self.held_snapshots: tuple[BrokerData] | None = None
 
     @property
     def addrs(self) -> Mapping[int, str]:
@@ -205,16 +205,16 @@ class Group:
     def snapshots(self) -> tuple[BrokerData]:
         """``(snapshot(),)``, cached with it: the ``broker_datas`` of every route served by
         this group alone, shared by those routes. O(I)."""
-        snap = self._snapshot
+        snap = self.held_snapshots
         if snap is None:
-            snap = self._snapshot = (BrokerData(
+            snap = self.held_snapshots = (BrokerData(
                 cluster=self.cluster, broker_name=self.broker_name,
                 broker_addrs=FrozenMap(dict(sorted(self.addrs.items()))),
                 zone_name=self.zone_name, enable_acting_master=self.enable_acting_master),)
         return snap
 
     def changed(self) -> None:
-        self._snapshot = None
+        self.held_snapshots = None
 
 
 #: The bucket of a live entry not yet indexed (`State.put_live` sets the real one).
@@ -242,7 +242,7 @@ class Live:
         self.ha_server_addr = ha_server_addr
         self.generation = generation
         #: A weak reference to the topic table this entry last applied in full, and the
-        #: group's epoch stamp right after; None when it never wrote topics (a slave).
+        #: group's rows_epoch stamp right after; None when it never wrote topics (a slave).
         #: Weak: the manager does not keep a registration's TopicConfig objects alive (the
         #: port keeps none); a host that passes the same table again (the heartbeat object,
         #: the simulator, the remoting layer for identical bytes) holds it anyway.
@@ -257,11 +257,14 @@ class Live:
         #: Whether that application deleted by omission (D12: full, not partial, no static
         #: mappings, deletion configured): the group's rows were then exactly its topics.
         self.applied_deleted = False
-        #: The registration this entry last renewed with (weak: see ``applied_table``) and
-        #: its group's epoch then: the same object again, with the group unchanged since,
-        #: passes every check of `renew_registration` (the entry's own fields change only
-        #: with the object: a registration that changes them makes a new entry).
-        self.steady: tuple[weakref.ref[Registration], int] | None = None
+        #: The registration this entry last renewed with (weak: see ``applied_table``), its
+        #: group's `BrokerData` snapshot then (`Group.snapshots`: a new object after any
+        #: change of members or flags, and another group's is another object) and the
+        #: group's ``rows_epoch`` then. The same object again, with both unchanged, passes
+        #: every check of `renew_registration` (this entry's own fields change only with a
+        #: new entry). None until a renewal; made by renewals only, so a broker that is
+        #: never renewed costs the slot alone.
+        self.steady: tuple[weakref.ref[Registration], tuple[BrokerData], int] | None = None
 
 
 class State:
@@ -289,7 +292,7 @@ class State:
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
         # the live entries keep their refresh time (last_update): the index reads it there
         self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex(self._refresh_of)
-        self._epoch = 0  # the last epoch stamp handed out (see Group)
+        self._epoch = 0  # the last rows_epoch stamp handed out (see Group)
         # --- bookkeeping for one write
         self.touched: set[str] = set()  # topics (still present) whose route may change
         self.vanished: list[str] = []  # topics dropped with their route
@@ -347,20 +350,18 @@ class State:
     def _rows_changed(self, broker_name: str) -> None:
         group = self.groups.get(broker_name)
         if group is not None:
-            group.epoch = self.next_epoch()
+            group.rows_epoch = self.next_epoch()
 
     def next_epoch(self) -> int:
-        """A fresh `Group.epoch` stamp, never handed out before. O(1)."""
+        """A fresh `Group.rows_epoch` stamp, never handed out before. O(1)."""
         self._epoch += 1
         return self._epoch
 
     # ------------------------------------------------------------------ groups
 
     def group_changed(self, group: Group) -> None:
-        """The group's `BrokerData` changed: every route it appears in must be rebuilt,
-        and the group takes a new epoch. O(T_b)."""
+        """The group's `BrokerData` changed: every route it appears in must be rebuilt."""
         group.changed()
-        group.epoch = self.next_epoch()
         self.touched.update(self.topics_of_group.get(group.broker_name, ()))
 
     def add_member(self, group: Group, broker_id: int, addr: str,
@@ -421,7 +422,7 @@ class State:
                     del table[topic]
                     if entry.route is not None:
                         vanished.append(topic)
-            group.epoch = self.next_epoch()
+            group.rows_epoch = self.next_epoch()
         for cluster in members(group.clusters):
             names = self.clusters[cluster]
             del names[name]
