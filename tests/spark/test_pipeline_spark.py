@@ -281,6 +281,10 @@ def test_the_session_is_set_up_as_the_notes_require(spark: Any) -> None:
     assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
     # pools: the topic sweep's jobs do not queue behind the small tables' writes
     assert conf.get("spark.scheduler.mode") == "FAIR"
+    # the driver's classes come from (or go to) the class-data-sharing archive
+    if os.environ.get("ROUTING_SPARK_CLASS_ARCHIVE", "1") != "0":
+        assert "-XX:SharedArchiveFile=" in conf.get("spark.driver.extraJavaOptions") or (
+            "-XX:ArchiveClassesAtExit=" in conf.get("spark.driver.extraJavaOptions"))
 
 
 def test_bad_inputs_are_reported_alike_on_both_engines(spark: Any, tmp_path: Path) -> None:
