@@ -21,10 +21,14 @@ Stages (every Python step calls the same code as `routing.pipeline.reference`):
 3. With ``partition="group"``, stage 2 only reads, and the accepted lines are replayed per
    (name server, broker-group component) of ``_plan.py`` (entries touching the whole name
    server are copied to every component), sorted by sequence number.
-4. **Per topic.** Route contributions are partitioned by topic, sorted by time, and swept
-   by `TopicSweep` into route changes, routes at ``--at`` times, disagreement and
-   availability over each topic's life (which needs the ends of the broker sessions,
-   collected to the driver first: one tuple per session).
+4. **Per topic.** With ``partition="ns"`` the replay of stage 2 emitted the route changes
+   itself; their answers without the route texts (`_spark_steps.CHANGE_COLUMNS`) are
+   partitioned by topic, sorted by time and swept by `TopicSweep.feed_changes`, while
+   ``route_changes`` is written from the read stage. With ``partition="group"`` route
+   contributions are swept by `TopicSweep.feed` into route changes (unions of parts).
+   Either way the sweep makes routes at ``--at`` times, disagreement and availability over
+   each topic's life (which needs the ends of the broker sessions, collected to the driver
+   first: one tuple per session). Its jobs run in their own scheduler pool (`SWEEP_POOL`).
 
 Rows travel between stages typed, through Arrow (`mapInArrow`): one wide schema holds the
 columns of every table (`_spark_steps`), a row fills its own; no JSON round trip. Intermediate
