@@ -69,3 +69,16 @@ def test_archives_unused_for_a_week_go_when_another_is_made(tmp_path: Path) -> N
         os.utime(path, (time.time() - age, time.time() - age))
     assert class_archive_options(BANNER, folder=tmp_path).startswith("-XX:ArchiveClassesAtExit=")
     assert not stale.exists() and recent.exists()
+
+
+def test_dumps_of_runs_that_raced_the_first_one_are_dropped(tmp_path: Path) -> None:
+    """Two first runs each dump; the next run adopts one and drops the other."""
+    options = class_archive_options(BANNER, folder=tmp_path)
+    dump = _archive_in(options)
+    other = dump.with_name(dump.name.replace(f".{os.getpid()}.", ".1.", 1))
+    old = time.time() - 120
+    for path in (dump, other):
+        path.write_bytes(b"classes")
+        os.utime(path, (old, old))
+    assert class_archive_options(BANNER, folder=tmp_path).startswith("-XX:SharedArchiveFile=")
+    assert [p.name.endswith(".jsa") for p in tmp_path.iterdir()] == [True]

@@ -60,6 +60,7 @@ def class_archive_options(java_banner: str, *, folder: Path | None = None) -> st
     if archive.is_file() or _adopt_finished_dump(archive):
         with contextlib.suppress(OSError):
             os.utime(archive)  # used: kept by the pruning below
+        _drop_finished_dumps(archive)  # of runs that started while none was there
         return f"-XX:SharedArchiveFile={archive} {_QUIET}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -67,6 +68,23 @@ def class_archive_options(java_banner: str, *, folder: Path | None = None) -> st
         return ""
     _prune(folder)
     return f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}.tmp {_QUIET}"
+
+
+def _finished_dumps(archive: Path) -> list[Path]:
+    """The dumps for ``archive`` whose JVMs have exited (untouched for a while)."""
+    now = time.time()
+    found = []
+    for dump in sorted(archive.parent.glob(f"{archive.name}.*.tmp")):
+        with contextlib.suppress(OSError):
+            if now - dump.stat().st_mtime >= _FINISHED_AFTER_S:
+                found.append(dump)
+    return found
+
+
+def _drop_finished_dumps(archive: Path) -> None:
+    for dump in _finished_dumps(archive):
+        with contextlib.suppress(OSError):
+            dump.unlink()
 
 
 def _prune(folder: Path) -> None:
@@ -83,11 +101,8 @@ def _prune(folder: Path) -> None:
 def _adopt_finished_dump(archive: Path) -> bool:
     """Rename a finished dump of an earlier run to ``archive`` (atomically: a run that
     finds it half-renamed finds nothing and dumps its own)."""
-    now = time.time()
-    for dump in sorted(archive.parent.glob(f"{archive.name}.*.tmp")):
+    for dump in _finished_dumps(archive):  # (a recent one: its JVM may still write it)
         try:
-            if now - dump.stat().st_mtime < _FINISHED_AFTER_S:
-                continue  # a JVM may still be writing it
             os.replace(dump, archive)
             return True
         except OSError:
