@@ -209,3 +209,18 @@ def test_renew_with_one_field_changed_is_register_or_nothing(field, value, bid):
 def test_renew_of_something_else_is_none(bad):
     mgr = r.RouteInfoManager(clock=r.ManualClock(start_ms=0))
     assert mgr.renew(bad) is None
+
+
+def test_scan_due_says_whether_a_scan_could_remove_anything_and_changes_nothing():
+    clock = r.ManualClock(start_ms=0)
+    mgr = r.RouteInfoManager(clock=clock)
+    assert not mgr.scan_due()  # no broker: nothing can expire
+    mgr.register(reg("a", 0, "h:1", topics=_T1, heartbeat_timeout_ms=10_000))
+    clock.advance(10_000)  # the deadline itself: not yet expired (last_update + timeout < now)
+    before = _inside(mgr)
+    assert not mgr.scan_due() and _inside(mgr) == before
+    assert mgr.scan_expired() == ()
+    clock.advance(1)
+    assert mgr.scan_due() and _inside(mgr) == before
+    (gone,) = mgr.scan_expired()
+    assert gone.broker_addr == "h:1" and not mgr.scan_due()

@@ -286,6 +286,19 @@ class RouteInfoManager(KeepAlive):
             self._emit(event)
         return expired
 
+    def scan_due(self) -> bool:
+        """Whether `scan_expired` now could remove a broker: a deadline of the index may be
+        before the clock's now. False means it would return ``()`` and change nothing (the
+        clock clamp aside, which the next call makes itself), so a host, or the journal
+        replay, may skip it. O(1), a clock read under the lock; True may still remove
+        nothing (the index's bound is a lower bound)."""
+        self._lock.acquire()
+        try:
+            bound = self._deadlines.lower_bound
+            return bound is not None and bound < max(self._clock.now_ms(), self._last_now)
+        finally:
+            self._lock.release()
+
     def _expire(self, now: int) -> tuple[tuple[ExpiredBroker, ...], RouteChange | None]:
         """`scan_expired`'s work when a deadline is due, under the lock."""
         removed: list[BrokerRemoved] = []

@@ -206,12 +206,12 @@ class JournalReader:
     # ------------------------------------------------------------------ known rests
 
     def steady(self, text: str, ns: str | None = None
-               ) -> tuple[str, int, int, Register, _Known] | None:
-        """Accept a remembered ``register`` line that follows its name server's last accepted
-        record (next sequence number, time not going back nor jumping) and return its name
-        server, seq, time, call and decoding; any other line: None, nothing changed (`feed`
-        it). The same verdict and state change as `feed`, without building the
-        `JournalRecord` (`record_of` builds it when wanted). With ``ns``, only a line of
+               ) -> tuple[str, int, int, Register | Scan, _Known] | None:
+        """Accept a remembered ``register`` or ``scan`` line that follows its name server's
+        last accepted record (next sequence number, time not going back nor jumping) and
+        return its name server, seq, time, call and decoding; any other line: None, nothing
+        changed (`feed` it). The same verdict and state change as `feed`, without building
+        the `JournalRecord` (`record_of` builds it when wanted). With ``ns``, only a line of
         that name server. O(1)."""
         if not self._remember_rests or not text.isascii():
             return None
@@ -224,18 +224,23 @@ class JournalReader:
         if state is None or (ns is not None and name != ns):
             return None
         known = state.known.get(line[prefix.end():])
-        if known is None or known.call is not None:  # a register keeps no call
+        if known is None:
+            return None
+        call = known.call
+        if call is not None and type(call) is not Scan:  # a register keeps no call
             return None
         seq, ts = int(seq_text), int(ts_text)
         last_ts = state.last_ts
         if seq != state.last_seq + 1 or not last_ts <= ts <= last_ts + MAX_TS_JUMP_MS:
             return None
-        call = self._built(state, known.table_id, state.tables[known.table_id], known.channel)
+        if call is None:
+            call = self._built(state, known.table_id, state.tables[known.table_id],
+                               known.channel)
         state.last_seq, state.last_ts, state.jump = seq, ts, None
         return name, seq, ts, call, known
 
     @staticmethod
-    def record_of(hit: tuple[str, int, int, Register, _Known]) -> JournalRecord:
+    def record_of(hit: tuple[str, int, int, Register | Scan, _Known]) -> JournalRecord:
         """The `JournalRecord` of a line `steady` accepted."""
         ns, seq, ts, call, known = hit
         return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=call,

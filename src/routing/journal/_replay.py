@@ -96,6 +96,16 @@ class Replayer:
         return (manager is not None and self._clocks[ns].move_to(at_ms)
                 and manager.renew(call.registration) is not None)
 
+    def idle_scan(self, ns: str, at_ms: int) -> bool:
+        """Skip a ``scan`` record of name server ``ns`` at ``at_ms`` when it would remove
+        nothing (`RouteInfoManager.scan_due` is False at that time) and return True; else
+        return False having changed nothing but the clock (then `apply` it). O(1). The
+        `apply` of the same record would return an event without change and an empty
+        result."""
+        manager = self._managers.get(ns)
+        return (manager is not None and self._clocks[ns].move_to(at_ms)
+                and not manager.scan_due())
+
     def apply(self, entry: JournalEntry) -> ReplayEvent:
         """Apply one entry and return what it did. Raises `ReplayError`."""
         ns = entry.nameserver_id

@@ -41,6 +41,7 @@ from ..journal import (
     Replayer,
     ReplayError,
     ReplayEvent,
+    Scan,
 )
 from ._topics import Answer, canonical_json, change_row
 
@@ -111,6 +112,15 @@ class ReplayDeriver:
                 entry.call, entry.at_ms):
             return ()
         return self._apply(entry, where, primary)
+
+    def steady(self, call: Register | Scan, at_ms: int) -> bool:
+        """Replay a record the reader accepted on its steady lane (`JournalReader.steady`)
+        in O(1) and return True when it is a steady re-registration (`renew`) or a scan
+        that removes nothing (`Replayer.idle_scan`: no row either way); else change
+        nothing but the clock and return False (then `apply` it)."""
+        if isinstance(call, Scan):
+            return self.replayer.idle_scan(self.ns, at_ms)
+        return self.renew(call, at_ms)
 
     def renew(self, call: Register, at_ms: int) -> bool:
         """Replay a ``register`` through `Replayer.renew_call` (O(1)) when it is steady,

@@ -28,6 +28,7 @@ from ..journal import (
     JournalReader,
     Register,
     RejectedLine,
+    Scan,
     open_journal_bytes,
 )
 from ._outputs import Row
@@ -265,10 +266,10 @@ class NsReading:
         self._gaps_seen = 0
 
     def steady(self, text: str, ns: str | None = None
-               ) -> tuple[str, int, int, Register, Any] | None:
+               ) -> tuple[str, int, int, Register | Scan, Any] | None:
         """`JournalReader.steady`, counted in the name server's stats: a remembered
-        re-registration in order is accepted without building its record (None: `feed`
-        the line). O(1)."""
+        re-registration or scan in order is accepted without building its record (None:
+        `feed` the line). O(1)."""
         hit = self.reader.steady(text, ns)
         if hit is not None:
             stats = self.stats[hit[0]]

@@ -206,7 +206,7 @@ def _read_rows(batches: Iterable[Any], replay: bool, paths: Mapping[int, str], *
         hit = steady(text, ns_key) if replay and raw is None else None
         if hit is not None:  # a remembered re-registration of this name server, in order
             steady_deriver = derivers.get(ns_key)
-            if steady_deriver is not None and steady_deriver.renew(hit[3], hit[2]):
+            if steady_deriver is not None and steady_deriver.steady(hit[3], hit[2]):
                 continue
             entry = reading.reader.record_of(hit)
         else:

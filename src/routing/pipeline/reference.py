@@ -199,7 +199,7 @@ def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
             hit = steady(item[2])
             if hit is not None:  # a remembered re-registration, accepted in order
                 steady_deriver = derivers.get(hit[0])
-                if steady_deriver is not None and steady_deriver.renew(hit[3], hit[2]):
+                if steady_deriver is not None and steady_deriver.steady(hit[3], hit[2]):
                     continue
                 entry = reading.reader.record_of(hit)
             else:
