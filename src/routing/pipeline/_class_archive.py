@@ -57,10 +57,9 @@ def class_archive_options(java_banner: str, *, folder: Path | None = None) -> st
     archive = folder / f"spark-classes-{key}.jsa"
     if any(c.isspace() for c in str(archive)):  # Spark splits the options on whitespace
         return ""
-    if archive.is_file() or _adopt_finished_dump(archive):
+    if _settled(archive):
         with contextlib.suppress(OSError):
             os.utime(archive)  # used: kept by the pruning below
-        _drop_finished_dumps(archive)  # of runs that started while none was there
         return f"-XX:SharedArchiveFile={archive} {_QUIET}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -70,21 +69,24 @@ def class_archive_options(java_banner: str, *, folder: Path | None = None) -> st
     return f"-XX:ArchiveClassesAtExit={archive}.{os.getpid()}.tmp {_QUIET}"
 
 
-def _finished_dumps(archive: Path) -> list[Path]:
-    """The dumps for ``archive`` whose JVMs have exited (untouched for a while)."""
+def _settled(archive: Path) -> bool:
+    """Whether ``archive`` exists, once the finished dumps of earlier runs are dealt with:
+    without an archive, one of them becomes it (renamed atomically: a run that finds it
+    half-renamed finds nothing and dumps its own); the others, from runs that started
+    while there was none, are deleted. A dump touched in the last `_FINISHED_AFTER_S`
+    is left alone: its JVM may still be writing it."""
+    exists = archive.is_file()
     now = time.time()
-    found = []
     for dump in sorted(archive.parent.glob(f"{archive.name}.*.tmp")):
         with contextlib.suppress(OSError):
-            if now - dump.stat().st_mtime >= _FINISHED_AFTER_S:
-                found.append(dump)
-    return found
-
-
-def _drop_finished_dumps(archive: Path) -> None:
-    for dump in _finished_dumps(archive):
-        with contextlib.suppress(OSError):
-            dump.unlink()
+            if now - dump.stat().st_mtime < _FINISHED_AFTER_S:
+                continue
+            if exists:
+                dump.unlink()
+            else:
+                os.replace(dump, archive)
+                exists = True
+    return exists
 
 
 def _prune(folder: Path) -> None:
@@ -96,15 +98,3 @@ def _prune(folder: Path) -> None:
                 old.unlink()
         except OSError:
             continue
-
-
-def _adopt_finished_dump(archive: Path) -> bool:
-    """Rename a finished dump of an earlier run to ``archive`` (atomically: a run that
-    finds it half-renamed finds nothing and dumps its own)."""
-    for dump in _finished_dumps(archive):  # (a recent one: its JVM may still write it)
-        try:
-            os.replace(dump, archive)
-            return True
-        except OSError:
-            continue
-    return False
