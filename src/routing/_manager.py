@@ -166,13 +166,9 @@ class RouteInfoManager(KeepAlive):
             return None
         self._lock.acquire()  # acquire/release, not ``with``: about 100 ns less a call
         try:
-            now = self._clock.now_ms()  # `_now`, inlined (a call less per renewal)
-            if now < self._last_now:
-                now = self._last_now
-            else:
-                self._last_now = now
             gen = self._generation + 1
-            if not renew_registration(self._state, reg, now, self._config, generation=gen):
+            if not renew_registration(self._state, reg, self._now(), self._config,
+                                      generation=gen):
                 return None
             self._generation = gen
             return gen
