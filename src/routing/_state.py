@@ -128,7 +128,7 @@ class Group:
         self.cluster = cluster  # fixed at creation, as Java
         self.broker_name = broker_name
         #: The clusters listing this group (`State.add_to_cluster`): nearly always one,
-        #: held as the plain string (a set only for several, see `members`).
+        #: held as the plain string (a set only for several: `with_one`, `members`).
         self.clusters: str | set[str] | None = None
         self._id: int | None = None  # the one member's id, when there is exactly one
         self._addr: str | None = None  # its address
@@ -398,14 +398,7 @@ class State:
     def add_to_cluster(self, cluster: str, group: Group) -> None:
         """List ``group`` under ``cluster`` (Java ``clusterAddrTable``), both ways. O(1)."""
         self.clusters.setdefault(cluster, {})[group.broker_name] = None
-        held = group.clusters
-        if held is None:
-            group.clusters = cluster
-        elif type(held) is str:
-            if held != cluster:
-                group.clusters = {held, cluster}
-        else:
-            held.add(cluster)  # type: ignore[union-attr]
+        group.clusters = with_one(group.clusters, cluster)
 
     def drop_group(self, group: Group) -> None:
         """Remove an empty group: its rows (O(T_b)), its cluster memberships and itself."""
@@ -523,17 +516,20 @@ class State:
 _K = TypeVar("_K")
 
 
-def add_one(index: dict[_K, str | set[str]], key: _K, name: str) -> None:
-    """Add ``name`` to the names held under ``key``: a plain string for one, a set for
-    several. O(1)."""
-    held = index.get(key)
+def with_one(held: str | set[str] | None, name: str) -> str | set[str]:
+    """``held`` (names kept as a plain string for one, a set for several; None for none)
+    with ``name`` added: the string, a new set of two, or the same set grown. O(1)."""
     if held is None:
-        index[key] = name
-    elif type(held) is str:
-        if held != name:
-            index[key] = {held, name}
-    else:
-        held.add(name)  # type: ignore[union-attr]
+        return name
+    if type(held) is str:
+        return held if held == name else {held, name}
+    held.add(name)  # type: ignore[union-attr]
+    return held
+
+
+def add_one(index: dict[_K, str | set[str]], key: _K, name: str) -> None:
+    """Add ``name`` to the names held under ``key`` (`with_one`). O(1)."""
+    index[key] = with_one(index.get(key), name)
 
 
 def discard_one(index: dict[_K, str | set[str]], key: _K, name: str) -> None:
