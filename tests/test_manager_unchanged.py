@@ -199,11 +199,84 @@ def test_a_slave_re_registering_writes_no_rows(clock, mode):
     assert "T5" not in rows(mgr)
 
 
+class _CountingRows(dict):  # type: ignore[type-arg]
+    """The group row index, counting the lookups of the name-by-name check."""
+
+    lookups = 0
+
+    def get(self, *args: Any) -> Any:
+        type(self).lookups += 1
+        return super().get(*args)
+
+
+def _count_row_checks(mgr: r.RouteInfoManager, monkeypatch: pytest.MonkeyPatch) -> type:
+    monkeypatch.setattr(_CountingRows, "lookups", 0)
+    mgr._state.topics_of_group = _CountingRows(mgr._state.topics_of_group)
+    return _CountingRows
+
+
+def test_an_equal_copy_is_recognised_by_its_names_key_alone(clock, monkeypatch):
+    """A decoded equal copy compares one string (`TopicTable.names_key`), not a row per
+    topic; a copy naming the same topics in another order takes the name-by-name check,
+    and both change nothing."""
+    mgr = manager(clock)
+    # decoded from the wire itself, as a host's first registration is (the body lists the
+    # topics in its own order, and each decode of it in that order)
+    first = copy_of(reg("a", 0, "h:1", version=V1, topic_names=tuple(f"T{i}" for i in range(30))))
+    mgr.register(first)
+    before = observable(mgr)
+    counter = _count_row_checks(mgr, monkeypatch)
+    copy = copy_of(first)
+    assert copy.topics.names_key() == first.topics.names_key()
+    assert copy.topics.names_key() is not first.topics.names_key()
+    assert mgr.register(copy).accepted
+    assert counter.lookups == 0
+    reordered = attrs.evolve(first, topics=dict(reversed(list(first.topics.items()))))
+    assert reordered.topics == first.topics
+    assert reordered.topics.names_key() != first.topics.names_key()
+    assert mgr.register(reordered).accepted
+    assert counter.lookups == 1
+    assert observable(mgr)["routes"] == before["routes"]
+    # the reordered table is now the one applied: an equal table in its order is
+    # recognised by the key again
+    assert mgr.register(attrs.evolve(reordered, topics=dict(reordered.topics))).accepted
+    assert counter.lookups == 1
+    mgr.check_invariants()
+
+
+def test_a_copy_after_a_row_changed_checks_the_rows_again(clock, monkeypatch):
+    """The names key vouches only while the group's rows are the ones it was recorded
+    with (the epoch stamp): after a deletion the copy is checked row by row and the
+    row comes back."""
+    mgr = manager(clock)
+    first = reg("a", 0, "h:1", version=V1, topic_names=("T1", "T2", "T3"))
+    mgr.register(first)
+    counter = _count_row_checks(mgr, monkeypatch)
+    assert mgr.delete_topic("T2")
+    mgr.register(copy_of(first))
+    assert counter.lookups == 1 and rows(mgr)["T2"] == {"a": (4, 4, 6)}
+
+
+_TOPIC = st.from_regex(r"[%|a-zA-Z0-9_-]{1,6}", fullmatch=True)
+
+
+@given(st.lists(_TOPIC, unique=True, max_size=8), st.lists(_TOPIC, unique=True, max_size=8))
+def test_names_keys_are_equal_exactly_for_the_same_names_in_the_same_order(a, b):
+    from routing._messages import TopicTable
+
+    def table(names: list[str]) -> TopicTable:
+        return TopicTable({n: r.TopicConfig(topic_name=n) for n in names})
+
+    assert (table(a).names_key() == table(b).names_key()) == (a == b)
+    assert TopicTable.of_configs([r.TopicConfig(topic_name=n) for n in a]).names_key() \
+        == table(a).names_key()
+
+
 # --------------------------------------------------------------------------- differential
 
 _NAMES = [f"T{i}" for i in range(6)]
 _steps = st.lists(st.one_of(
-    st.tuples(st.just("register"), st.sampled_from(["same", "copy", "new"]),
+    st.tuples(st.just("register"), st.sampled_from(["same", "copy", "reversed", "new"]),
               st.sets(st.sampled_from(_NAMES), min_size=2, max_size=6),
               st.integers(1, 3), st.booleans(), st.sampled_from(["a", "b"])),
     st.tuples(st.just("delete"), st.sampled_from(_NAMES), st.booleans()),
@@ -225,6 +298,9 @@ def _replay(steps: list[tuple[Any, ...]], clock: r.ManualClock,
                 registration = last[group]
             elif how == "copy" and group in last:
                 registration = copy_of(last[group])
+            elif how == "reversed" and group in last:  # the same names, another order
+                registration = attrs.evolve(last[group], topics=dict(
+                    reversed(list(last[group].topics.items()))))
             last[group] = registration
             assert mgr.register(registration).accepted
         elif step[0] == "delete":

@@ -21,7 +21,7 @@ V = TypeVar("V")
 class FrozenMap(Mapping[K, V]):
     """An immutable ``dict`` copy: O(1) lookups, O(n) construction, cached O(n) hash."""
 
-    __slots__ = ("__weakref__", "_data", "_hash")  # weakref: see Live.applied_table
+    __slots__ = ("__weakref__", "_data", "_hash")  # weakref: hosts may hold tables weakly
 
     _data: dict[K, V]
     _hash: int | None

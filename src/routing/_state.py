@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._deadlines import DeadlineIndex
 from ._frozen import FrozenMap
-from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData
+from ._values import BrokerAddr, BrokerData, DataVersion, QueueData, TopicRouteData
 from ._values import TopicQueueMappingInfo as MappingInfo
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Group:
     ``rows_epoch`` is a stamp renewed (from `State.next_epoch`, unique across groups) on
     every change to the group's topic rows, 0 while the group never had a row; a live
     entry remembers the stamp right after it last applied its whole topic table, which
-    makes re-sending that same table O(1) (see ``Live.applied_table``). Unique stamps mean
+    makes re-sending that same table O(1) (see ``Live.applied_names``). Unique stamps mean
     an entry that applied its table to another group can never mistake this group's rows
     for its own (a group at 0 has no row, and a table applied at 0 was empty).
     """
@@ -225,7 +225,7 @@ class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
-    __slots__ = ("applied_deleted", "applied_epoch", "applied_table", "broker_id",
+    __slots__ = ("applied_deleted", "applied_epoch", "applied_names", "broker_id",
                  "broker_name", "bucket", "channel", "data_version", "generation",
                  "ha_server_addr", "last_update", "steady", "timeout", "unchanged_answer")
 
@@ -241,12 +241,12 @@ class Live:
         self.channel = channel
         self.ha_server_addr = ha_server_addr
         self.generation = generation
-        #: A weak reference to the topic table this entry last applied in full, and the
-        #: group's rows_epoch stamp right after; None when it never wrote topics (a slave).
-        #: Weak: the manager does not keep a registration's TopicConfig objects alive (the
-        #: port keeps none); a host that passes the same table again (the heartbeat object,
-        #: the simulator, the remoting layer for identical bytes) holds it anyway.
-        self.applied_table: weakref.ref[FrozenMap[str, TopicConfig]] | None = None
+        #: The `TopicTable.names_key` of the table this entry last applied in full (or
+        #: found unchanged), and the group's rows_epoch stamp right after; None when it
+        #: never wrote topics (a slave). The names only: the manager does not keep a
+        #: registration's TopicConfig objects alive (the port keeps none). A host that
+        #: passes the same table again shares this very string with it.
+        self.applied_names: str | None = None
         self.applied_epoch = -1
         #: The deadline bucket holding this key (`DeadlineIndex.set`), for O(1) refreshes:
         #: raise ``last_update``, then ``bucket.move_to_end(key)`` (the index reads
@@ -257,13 +257,13 @@ class Live:
         #: Whether that application deleted by omission (D12: full, not partial, no static
         #: mappings, deletion configured): the group's rows were then exactly its topics.
         self.applied_deleted = False
-        #: The registration this entry last renewed with (weak: see ``applied_table``), its
-        #: group's `BrokerData` snapshot then (`Group.snapshots`: a new object after any
-        #: change of members or flags, and another group's is another object) and the
-        #: group's ``rows_epoch`` then. The same object again, with both unchanged, passes
-        #: every check of `renew_registration` (this entry's own fields change only with a
-        #: new entry). None until a renewal; made by renewals only, so a broker that is
-        #: never renewed costs the slot alone.
+        #: The registration this entry last renewed with (weak: the manager keeps no
+        #: input alive), its group's `BrokerData` snapshot then (`Group.snapshots`: a new
+        #: object after any change of members or flags, and another group's is another
+        #: object) and the group's ``rows_epoch`` then. The same object again, with both
+        #: unchanged, passes every check of `renew_registration` (this entry's own fields
+        #: change only with a new entry). None until a renewal; made by renewals only, so
+        #: a broker that is never renewed costs the slot alone.
         self.steady: tuple[weakref.ref[Registration], tuple[BrokerData], int] | None = None
 
 
