@@ -205,6 +205,123 @@ def tcp_row(k: int, seconds: float) -> h.Row:
             "note": f"{len(frame):,}-byte frame; client and server in one process"}
 
 
+# A server that does no work: it reads each length-prefixed frame whole and answers with
+# ``reply`` bytes. The floor any Python server on this machine stands on for the same
+# frames (the kernel's two copies of each request and the wake-ups), measured in the run.
+_FLOOR_SERVER = """
+import socket, struct, sys
+size = int(sys.argv[1])  # a whole frame: its length prefix, then zeros
+reply = struct.pack(">i", size - 4) + bytes(size - 4)
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+print(listener.getsockname()[1], flush=True)
+conn, _ = listener.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+head = bytearray(4)
+body = bytearray(1 << 20)
+while conn.recv_into(head, 4, socket.MSG_WAITALL) == 4:
+    (length,) = struct.unpack(">i", head)
+    if len(body) < length:
+        body = bytearray(length)
+    if conn.recv_into(memoryview(body)[:length], length, socket.MSG_WAITALL) != length:
+        break
+    conn.sendall(reply)
+"""
+
+
+def _drive(port: int, frames: list[bytes], window: int, seconds: float) -> tuple[float, float]:
+    """Send ``frames`` round robin on one connection with at most ``window`` requests in
+    flight (1: lock step) for about ``seconds``; (median, max) ns per request over batches
+    of 200. Replies are length-prefixed frames (as the remoting protocol's)."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    slots = threading.Semaphore(window)
+    failed: list[BaseException] = []
+
+    def read_replies() -> None:
+        buffer = bytearray()
+        try:
+            while True:
+                data = sock.recv(1 << 16)
+                if not data:
+                    return
+                buffer += data
+                while len(buffer) >= 4:
+                    (length,) = _INT32.unpack_from(buffer)
+                    if len(buffer) < 4 + length:
+                        break
+                    del buffer[:4 + length]
+                    slots.release()
+        except OSError as error:  # closed under us at the end: fine; anything else: report
+            failed.append(error)
+
+    reader = threading.Thread(target=read_replies, daemon=True)
+    reader.start()
+    batch, samples, sent = 200, [], 0
+    deadline = None
+    while deadline is None or time.perf_counter() < deadline or len(samples) < 5:
+        t0 = time.perf_counter_ns()
+        for _ in range(batch):
+            slots.acquire()
+            sock.sendall(frames[sent % len(frames)])
+            sent += 1
+        samples.append((time.perf_counter_ns() - t0) / batch)
+        if deadline is None:  # the first batch warms up
+            samples.clear()
+            deadline = time.perf_counter() + seconds
+    for _ in range(window):  # every reply in
+        slots.acquire()
+    sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+    reader.join(10)
+    if failed and not isinstance(failed[0], OSError):
+        raise failed[0]
+    return statistics.median(samples), max(samples)
+
+
+def serve_rows(k: int, seconds: float, windows: tuple[int, ...] = (1, 4)) -> list[h.Row]:
+    """The unchanged re-registration sent to ``routing serve`` (its own process, default
+    options) on one connection, lock step and with requests in flight, beside the same
+    frames sent to a server that does no work (`_FLOOR_SERVER`): the baseline."""
+    from benchmarks.load_serve import Server
+
+    table = _topics(k, "R")
+    frames = [_register_frame("broker-r", "10.9.0.1:10911", table, 1, opaque=i)
+              for i in range(1, 101)]
+    rows: list[h.Row] = []
+    for window in windows:
+        server = Server("default")
+        try:
+            routing_ns, routing_max = _drive(server.port, frames, window, seconds)
+        finally:
+            server.stop()
+        # the floor answers with as many bytes as routing's reply (header only)
+        probe = NameServerProcessor(r.RouteInfoManager(), renew_unchanged=True)
+        reply = len(_pipeline(probe, frames[:1], "broker")())
+        floor = subprocess.Popen([sys.executable, "-c", _FLOOR_SERVER, str(reply)],
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            assert floor.stdout is not None
+            port = int(floor.stdout.readline())
+            floor_ns, floor_max = _drive(port, frames, window, seconds)
+        finally:
+            floor.kill()
+            floor.wait()
+        how = "lock step" if window == 1 else f"{window} requests in flight"
+        rows.append({
+            "suite": SUITE, "size": k, "size_unit": "topics",
+            "operation": f"routing serve REGISTER_BROKER, unchanged body, 1 connection, {how}",
+            "routing_ops_per_s": 1e9 / routing_ns, "routing_median_ns": routing_ns,
+            "routing_p99_ns": routing_max, "baseline_ops_per_s": 1e9 / floor_ns,
+            "baseline_median_ns": floor_ns, "baseline_p99_ns": floor_max,
+            "ratio": floor_ns / routing_ns,
+            "note": f"{len(frames[0]):,}-byte frame; server in its own process; baseline: "
+                    "a Python server doing no work (reads each frame, answers "
+                    f"{reply} bytes)"})
+    return rows
+
+
 def liveness_rows(sizes: tuple[int, ...], budget: float) -> list[h.Row]:
     """heartbeat, query_data_version, idle scan_expired vs live brokers (round robin)."""
     rows: list[h.Row] = []
@@ -256,6 +373,7 @@ def run(quick: bool) -> list[h.Row]:
     rows += processor_rows((10, 1_000), budget)
     rows += liveness_rows((100, 1_000) if quick else (100, 10_000, 100_000), budget)
     rows.append(tcp_row(100 if quick else 1_000, 0.2 if quick else 2.0))
+    rows += serve_rows(100 if quick else 1_000, 0.2 if quick else 2.0)
     return rows
 
 
