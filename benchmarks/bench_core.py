@@ -762,9 +762,10 @@ COMPLEXITY = (
     ("register unchanged (same object)", "O(T_payload): a version and row check per topic",
      "O(I): the applied table is the same object and no row changed since"),
     ("register unchanged (equal copy)", "O(T_payload)",
-     "O(T_payload) in C: the table's names against the group's row index (dict keys <=)"),
-    ("heartbeat", "O(1)", "O(1): the key moves to the end of its deadline bucket; a stale "
-     "bucket record is corrected by a later scan, O(B), B = distinct timeouts"),
+     "O(T_payload) in C: one comparison of the tables' names keys (memcmp), made once per "
+     "table; the names against the group's row index when they differ"),
+    ("heartbeat", "O(1)", "O(1): one store of the refresh time; the deadline heap re-files "
+     "the broker when its filed deadline comes due, O(log L) at most once per timeout"),
     ("query_data_version", "O(1)", "O(1), as heartbeat"),
     ("scan_expired (none expired)", "O(L): every live entry, clock read per entry",
      "O(1): the earliest deadline"),

@@ -1,8 +1,11 @@
-"""The deadline index against a naive model: same expiries in the same order."""
+"""The deadline index against a naive model: same expiries in the same order.
+
+The index files each holder under a lower bound of its real deadline and settles lazily,
+so the model is the plain rule: a key expires when ``last_update + timeout < now``.
+"""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -10,47 +13,73 @@ from routing._deadlines import DeadlineIndex
 
 TIMEOUTS = [1, 10, 50, 120, 200, 300]
 
+
+class Holder:
+    """A live entry as the index sees it."""
+
+    __slots__ = ("entry", "last_update", "timeout")
+
+    def __init__(self, last_update: int, timeout: int) -> None:
+        self.entry: tuple[int, object] | None = None
+        self.last_update = last_update
+        self.timeout = timeout
+
+
 OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("set"), st.integers(0, 6), st.sampled_from(TIMEOUTS)),
-        st.tuples(st.just("discard"), st.integers(0, 6), st.just(0)),
+        st.tuples(st.just("enter"), st.integers(0, 6), st.sampled_from(TIMEOUTS)),
+        st.tuples(st.just("refresh"), st.integers(0, 6), st.just(0)),
+        st.tuples(st.just("leave"), st.integers(0, 6), st.just(0)),
         st.tuples(st.just("advance"), st.integers(0, 80), st.just(0)),
+        st.tuples(st.just("due"), st.just(0), st.just(0)),
         st.tuples(st.just("scan"), st.just(0), st.just(0)),
     ),
-    max_size=80,
+    max_size=100,
 )
 
 
-def run_against_naive(ops: list[tuple[str, int, int]]) -> None:
-    index: DeadlineIndex[int] = DeadlineIndex()
-    naive: dict[int, tuple[int, int, int]] = {}  # key -> (deadline, timeout, refresh order)
-    now = order = 0
-    for op, arg, timeout in ops:
-        if op == "set":
-            order += 1
-            previous = naive[arg][1] if arg in naive else None
-            index.set(arg, timeout_ms=timeout, deadline_ms=now + timeout,
-                      previous_timeout_ms=previous)
-            naive[arg] = (now + timeout, timeout, order)
-        elif op == "discard":
-            if arg in naive:
-                index.discard(arg, timeout_ms=naive.pop(arg)[1])
+class EagerIndex(DeadlineIndex[int]):
+    """Rebuilds as soon as stale entries outnumber the current ones."""
+
+    SLACK = 0
+
+
+def run_against_naive(ops: list[tuple[str, int, int]], slack: int | None = None) -> None:
+    holders: dict[int, Holder] = {}
+    index: DeadlineIndex[int] = (DeadlineIndex if slack is None else EagerIndex)(holders.get)
+    now = 0
+    for op, key, timeout in ops:
+        if op == "enter":  # a registration: a new holder replaces the old one (put_live)
+            old = holders.get(key)
+            holder = holders[key] = Holder(now, timeout)
+            if old is not None:
+                holder.entry = old.entry
+                if old.timeout == timeout:
+                    continue
+            index.file(key, holder)
+        elif op == "refresh":  # a keep-alive: the store alone
+            if key in holders:
+                holders[key].last_update = now
+        elif op == "leave":
+            if key in holders:
+                index.forget(holders.pop(key))
         elif op == "advance":
-            now += arg
+            now += key
+        elif op == "due":
+            index.settle(now)
+            really = any(h.last_update + h.timeout < now for h in holders.values())
+            assert (index.lower_bound is not None and index.lower_bound < now) == really
         else:
-            due = sorted((d, k) for k, (d, _, _) in naive.items() if d < now)
-            got = index.pop_expired(now)
-            assert sorted(got) == sorted(k for _, k in due)
-            deadlines = [naive[k][0] for k in got]
-            assert deadlines == sorted(deadlines), "expired keys come in deadline order"
-            for k in got:
-                del naive[k]
-            if index.lower_bound is not None:
-                assert index.lower_bound >= now or not naive, "a scan leaves a current bound"
+            due = sorted((h.last_update + h.timeout, k) for k, h in holders.items()
+                         if h.last_update + h.timeout < now)
+            assert index.pop_expired(now) == [k for _, k in due]  # deadline, then key
+            for _, k in due:
+                assert holders.pop(k).entry is None
+            assert index.lower_bound is None or index.lower_bound >= now
         assert index.problems() == []
-        assert len(index) == len(naive)
-        assert all((k in index) for k in naive)
-        expected = min((d for d, _, _ in naive.values()), default=None)
+        assert len(index) == len(holders)
+        assert dict(index.items()) == {k: h.last_update + h.timeout for k, h in holders.items()}
+        expected = min((h.last_update + h.timeout for h in holders.values()), default=None)
         assert index.earliest() == expected
         if expected is not None:
             assert index.lower_bound is not None and index.lower_bound <= expected
@@ -62,112 +91,56 @@ def test_matches_naive_full_scan(ops):
 
 
 @given(OPS)
-def test_matches_naive_when_empty_buckets_are_unseated_often(ops):
-    """With room for one empty bucket, every second emptied bucket unseats them all."""
-    original = DeadlineIndex.MAX_EMPTY_BUCKETS
-    DeadlineIndex.MAX_EMPTY_BUCKETS = 1
-    try:
-        run_against_naive(ops)
-    finally:
-        DeadlineIndex.MAX_EMPTY_BUCKETS = original
+def test_matches_naive_when_stale_entries_are_dropped_often(ops):
+    run_against_naive(ops, slack=0)
 
 
-def test_a_lone_timeout_that_expires_over_and_over_stays_seated():
-    """The benchmark's victim: no sorted-list operation per register/expire cycle."""
-    index: DeadlineIndex[str] = DeadlineIndex()
-    index.set("filler", timeout_ms=10**9, deadline_ms=10**9)
-    now = 0
-    index.set("victim", timeout_ms=1, deadline_ms=now + 1)
-    heads_before = list(index._heads)
-    for _ in range(50):
-        now += 2
-        assert index.pop_expired(now) == ["victim"]
-        assert index.lower_bound == 10**9  # idle scans return at once again
-        assert index.pop_expired(now) == []
-        index.set("victim", timeout_ms=1, deadline_ms=now + 1)
-        assert index.lower_bound == now + 1
-    assert list(index._heads) == heads_before  # the stale record stays a lower bound
-    assert index.problems() == []
-
-
-def test_keys_from_several_buckets_merge_into_deadline_order():
-    index: DeadlineIndex[str] = DeadlineIndex()
-    index.set("a", timeout_ms=30, deadline_ms=30)
-    index.set("b", timeout_ms=10, deadline_ms=15)
-    index.set("c", timeout_ms=30, deadline_ms=35)
-    index.set("d", timeout_ms=10, deadline_ms=31)
-    assert index.pop_expired(40) == ["b", "a", "d", "c"]
+def test_a_refreshed_key_is_refiled_once_its_filed_deadline_passes():
+    holders = {"a": Holder(0, 100), "b": Holder(0, 150)}
+    index: DeadlineIndex[str] = DeadlineIndex(holders.get)
+    for key, holder in holders.items():
+        index.file(key, holder)
+    holders["a"].last_update = 90  # keep-alives: the index is not told
+    assert index.lower_bound == 100 and holders["a"].entry == (100, "a")
+    assert index.pop_expired(101) == []  # a is re-filed at 190, nothing is due
+    assert holders["a"].entry == (190, "a") and index.lower_bound == 150
+    assert index.pop_expired(191) == ["b", "a"]  # by real deadline: 150, then 190
     assert len(index) == 0 and index.lower_bound is None
-
-
-def test_moving_a_key_to_another_timeout_needs_the_previous_one():
-    index: DeadlineIndex[str] = DeadlineIndex()
-    index.set("k", timeout_ms=10, deadline_ms=10)
-    index.set("k", timeout_ms=50, deadline_ms=55, previous_timeout_ms=10)
-    assert len(index) == 1 and index.earliest() == 55
-    assert index.pop_expired(20) == []
-    assert index.pop_expired(56) == ["k"]
-    index.set("k", timeout_ms=10, deadline_ms=70)
-    index.set("k", timeout_ms=50, deadline_ms=80)  # previous timeout not given: a bug
-    assert any("is in buckets" in p for p in index.problems())
-
-
-@pytest.mark.parametrize("timeouts", [[5], [5, 7], list(range(1, 40))])
-def test_many_distinct_timeouts_unseat_empty_buckets_in_bulk(timeouts):
-    index: DeadlineIndex[int] = DeadlineIndex()
-    for t in timeouts:
-        index.set(t, timeout_ms=t, deadline_ms=t)
-    assert index.pop_expired(100) == sorted(timeouts)
-    assert len(index._empty) <= DeadlineIndex.MAX_EMPTY_BUCKETS
     assert index.problems() == []
-    index.set(1, timeout_ms=1000, deadline_ms=1100)
-    assert index.lower_bound is not None and index.lower_bound <= 1100
-    assert index.pop_expired(1101) == [1]
 
 
-@given(OPS)
-def test_refresh_times_kept_by_the_caller_give_the_same_answers(ops):
-    """``refresh_of``: the buckets hold None and the index reads the caller's refresh times
-    (as the manager's live entries keep them); every answer equals the index that holds
-    them itself."""
-    held: DeadlineIndex[int] = DeadlineIndex()
-    refresh: dict[int, int] = {}
-    read: DeadlineIndex[int] = DeadlineIndex(refresh.__getitem__)
-    timeouts: dict[int, int] = {}
-    now = 0
-    for op, arg, timeout in ops:
-        if op == "set":
-            previous = timeouts.get(arg)
-            held.set(arg, timeout_ms=timeout, deadline_ms=now + timeout,
-                     previous_timeout_ms=previous)
-            refresh[arg] = now  # raised first, then filed (the manager's order)
-            if previous == timeout:
-                read.touch(arg, timeout, now)
-            else:
-                read.set(arg, timeout_ms=timeout, deadline_ms=now + timeout,
-                         previous_timeout_ms=previous)
-            timeouts[arg] = timeout
-        elif op == "discard":
-            if arg in timeouts:
-                held.discard(arg, timeout_ms=timeouts[arg])
-                read.discard(arg, timeout_ms=timeouts.pop(arg))
-                del refresh[arg]
-        elif op == "advance":
-            now += arg
-        else:
-            got = read.pop_expired(now)
-            assert got == held.pop_expired(now)
-            for k in got:
-                del refresh[k], timeouts[k]
-        assert read.problems() == [] and held.problems() == []
-        assert sorted(read.items()) == sorted(held.items())
-        assert read.earliest() == held.earliest() and len(read) == len(held)
-        assert all(v is None for t in timeouts.values() for v in read.bucket_of(t).values())
+def test_entries_of_holders_that_left_are_dropped_in_bulk():
+    holders: dict[int, Holder] = {}
+    index: DeadlineIndex[int] = DeadlineIndex(holders.get)
+    for key in range(10):
+        holders[key] = Holder(0, 1_000 + key)
+        index.file(key, holders[key])
+    for round_ in range(200):  # a broker that registers and leaves over and over
+        holders[99] = Holder(round_, 5)
+        index.file(99, holders[99])
+        index.forget(holders.pop(99))
+        assert len(index._heap) <= 2 * len(index) + 2 * DeadlineIndex.SLACK + 2
+    assert len(index) == 10 and index.problems() == []
+    assert index.pop_expired(1_005) == [0, 1, 2, 3, 4]
 
 
-def test_a_key_whose_value_is_none_is_still_discarded():
-    refresh = {"k": 5}
-    index: DeadlineIndex[str] = DeadlineIndex(refresh.__getitem__)
-    index.set("k", timeout_ms=10, deadline_ms=15)
-    index.discard("k", timeout_ms=10)
-    assert len(index) == 0 and "k" not in index and index.problems() == []
+def test_a_shorter_timeout_files_the_holder_again():
+    holders = {"a": Holder(0, 300)}
+    index: DeadlineIndex[str] = DeadlineIndex(holders.get)
+    index.file("a", holders["a"])
+    old = holders["a"]
+    holders["a"] = Holder(10, 20)  # re-registered with a shorter timeout
+    holders["a"].entry = old.entry
+    index.file("a", holders["a"])
+    assert len(index) == 1 and len(index._heap) == 2 and index.problems() == []
+    assert index.pop_expired(31) == ["a"]
+    assert index.pop_expired(1_000) == []  # the stale entry at 300 expires nothing
+    assert len(index._heap) == 0 and index.problems() == []
+
+
+def test_problems_name_a_filed_deadline_after_the_real_one():
+    holders = {"a": Holder(0, 100)}
+    index: DeadlineIndex[str] = DeadlineIndex(holders.get)
+    index.file("a", holders["a"])
+    holders["a"].timeout = 50  # shortened without filing again: the index would be late
+    assert any("after its real deadline" in p for p in index.problems())

@@ -1,6 +1,7 @@
-"""The keep-alive paths (`heartbeat`, `query_data_version`) and the deadline index they
-refresh: the live entry keeps the refresh time and the index reads it there, so a refresh
-is one ``move_to_end``. Expiry stays exact to the millisecond and in deadline order."""
+"""The keep-alive paths (`heartbeat`, `query_data_version`) and the deadline index: the
+live entry keeps the refresh time and the index reads it there when the broker's filed
+deadline comes due, so a refresh is one field store. Expiry stays exact to the millisecond
+and in deadline order."""
 
 from __future__ import annotations
 
@@ -87,19 +88,34 @@ def test_keep_alives_read_a_clock_that_steps_back_as_standing_still():
     mgr.check_invariants()
 
 
-def test_the_deadline_buckets_hold_no_refresh_time_of_their_own():
+def test_keep_alives_leave_the_index_alone_and_a_due_scan_refiles_them():
     clock = r.ManualClock(start_ms=0)
     mgr = r.RouteInfoManager(clock=clock)
     mgr.register(reg("a", 0, "h:1"))
     mgr.register(reg("b", 0, "h:2", heartbeat_timeout_ms=10_000))
-    clock.advance(5)
-    mgr.heartbeat(cluster="c1", broker_addr="h:1")
     state = mgr._state
-    for key, live in state.live.items():
-        assert live.bucket is state.deadlines.bucket_of(live.timeout)
-        assert dict(live.bucket)[key] is None
-    assert sorted(state.deadlines.items()) == [(("c1", "h:1"), 120_000, 120_005),
-                                               (("c1", "h:2"), 10_000, 10_000)]
+    filed = {key: live.entry for key, live in state.live.items()}
+    assert filed == {("c1", "h:1"): (120_000, ("c1", "h:1")),
+                     ("c1", "h:2"): (10_000, ("c1", "h:2"))}
+    clock.advance(5)
+    heap = list(state.deadlines._heap)
+    assert mgr.heartbeat(cluster="c1", broker_addr="h:2")
+    assert not mgr.query_data_version(cluster="c1", broker_addr="h:1",
+                                      data_version=r.DataVersion(counter=1)).changed
+    assert state.deadlines._heap == heap  # nothing filed anew
+    assert {k: v.entry for k, v in state.live.items()} == filed
+    assert sorted(state.deadlines.items()) == [(("c1", "h:1"), 120_005),
+                                               (("c1", "h:2"), 10_005)]
+    mgr.check_invariants()
+    clock.set(10_001)  # b's filed deadline has passed, its real one has not
+    assert not mgr.scan_due()
+    assert state.live[("c1", "h:2")].entry == (10_005, ("c1", "h:2"))  # re-filed
+    assert state.deadlines.lower_bound == 10_005
+    assert mgr.scan_expired() == ()
+    clock.set(10_006)
+    assert mgr.scan_due()
+    assert _addrs(mgr.scan_expired()) == ["h:2"]
+    assert not mgr.scan_due()
     mgr.check_invariants()
 
 

@@ -65,7 +65,7 @@ def _inside(mgr: r.RouteInfoManager) -> dict[str, Any]:
     live = {k: (v.broker_name, v.broker_id, v.last_update, v.timeout, v.data_version,
                 v.channel, v.ha_server_addr, v.generation,
                 v.applied_names,
-                v.applied_epoch, v.applied_deleted, list(v.bucket.items()))
+                v.applied_epoch, v.applied_deleted, v.entry)
             for k, v in st_.live.items()}
     groups = {n: (g.cluster, dict(g.addrs), g.enable_acting_master, g.zone_name, g.rows_epoch)
               for n, g in st_.groups.items()}

@@ -79,12 +79,12 @@ def find_problems(state: State, unit_sets: tuple[set[str], set[str], set[str]], 
     for key, live in state.live.items():
         if live.channel is not None:
             keys_of_channel.setdefault(live.channel, set()).add(key)
-        if live.bucket is not state.deadlines.bucket_of(live.timeout):
-            add(f"live entry {key} does not hold its deadline bucket")
+        if live.entry is None:
+            add(f"live entry {key} has no place in the deadline index")
     if keys_of_channel != state.keys_of_channel:
         add("channel->brokers index differs from the live table")
-    indexed = {key: (timeout, deadline) for key, timeout, deadline in state.deadlines.items()}
-    expected = {k: (v.timeout, v.last_update + v.timeout) for k, v in state.live.items()}
+    indexed = dict(state.deadlines.items())
+    expected = {k: v.last_update + v.timeout for k, v in state.live.items()}
     if indexed != expected:
         add(f"deadline index differs: {_diff(indexed, expected)}")
     problems.extend(state.deadlines.problems())

@@ -2,7 +2,8 @@
 
 Between two 30 s registrations every broker sends keep-alives; with 10⁵ brokers they are
 the calls a name server answers most, so each is one lock, one lookup, one clock read and
-one O(1) refresh of the broker's deadline bucket, with nothing validated twice. A base
+one store of the refresh time (the deadline index re-files a refreshed broker only when
+its filed deadline comes due), with nothing validated twice. A base
 class of the manager, split from it by responsibility; it holds no state of its own.
 """
 
@@ -65,8 +66,7 @@ class KeepAlive:
                         now = last
                     else:
                         self._last_now = now
-                live.last_update = now  # DeadlineIndex.touch, inlined: the index reads it
-                live.bucket.move_to_end(key)
+                live.last_update = now  # all of it: the deadline index reads it when due
                 if stored is data_version or _same_version(stored, data_version):
                     answer = live.unchanged_answer
                     if answer is None:
@@ -84,8 +84,8 @@ class KeepAlive:
     def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
         """BROKER_HEARTBEAT: refresh a known broker's liveness; never creates an entry nor
         changes its timeout. False for an unknown broker. O(1): under the lock, one lookup,
-        a clock read and a move to the end of the broker's deadline bucket (Java: one
-        field store); an unknown key is validated (D7) after."""
+        a clock read and one field store (Java: the same store); an unknown key is
+        validated (D7) after."""
         key = (cluster, broker_addr)
         self._lock.acquire()
         try:
@@ -101,8 +101,7 @@ class KeepAlive:
                         now = last
                     else:
                         self._last_now = now
-                live.last_update = now  # DeadlineIndex.touch, inlined: the index reads it
-                live.bucket.move_to_end(key)
+                live.last_update = now  # all of it: the deadline index reads it when due
                 return True
         finally:
             self._lock.release()

@@ -283,15 +283,23 @@ class RouteInfoManager(KeepAlive):
         return expired
 
     def scan_due(self) -> bool:
-        """Whether `scan_expired` now could remove a broker: a deadline of the index may be
-        before the clock's now. False means it would return ``()`` and change nothing (the
-        clock clamp aside, which the next call makes itself), so a host, or the journal
-        replay, may skip it. O(1), a clock read under the lock; True may still remove
-        nothing (the index's bound is a lower bound)."""
+        """Whether `scan_expired` now would remove a broker: some broker's
+        ``last_update + timeout`` is before the clock's now. False means it would return
+        ``()`` and change nothing (the clock clamp aside, which the next call makes
+        itself), so a host, or the journal replay, may skip it. Exact. O(1) when no filed
+        deadline has passed (a clock read and a comparison under the lock); otherwise the
+        index first re-files the brokers refreshed since they were filed (O(log n) each,
+        at most once per broker per timeout), which changes no deadline."""
         self._lock.acquire()
         try:
-            bound = self._deadlines.lower_bound
-            return bound is not None and bound < max(self._clock.now_ms(), self._last_now)
+            now = max(self._clock.now_ms(), self._last_now)
+            deadlines = self._deadlines
+            bound = deadlines.lower_bound
+            if bound is None or bound >= now:
+                return False
+            deadlines.settle(now)
+            bound = deadlines.lower_bound
+            return bound is not None and bound < now
         finally:
             self._lock.release()
 

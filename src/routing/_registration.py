@@ -175,8 +175,7 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
         # epoch); its cluster listings only grow while it exists: every check below would
         # pass again, and step 8 would write what the entry holds.
         live.generation = generation
-        live.last_update = now
-        live.bucket.move_to_end(key)
+        live.last_update = now  # (the deadline index reads it when the filed one is due)
         return True
     bid = reg.broker_id
     if (group is None or group.member(bid) != reg.broker_addr
@@ -209,8 +208,7 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
         live.applied_epoch, live.applied_deleted = group.rows_epoch, deletes
     else:
         live.applied_names, live.applied_epoch, live.applied_deleted = None, -1, False
-    live.last_update = now
-    live.bucket.move_to_end(key)  # put_live's refresh: the timeout is unchanged
+    live.last_update = now  # put_live's refresh: the timeout is unchanged
     live.steady = (weakref.ref(reg), group.snapshots(), group.rows_epoch)
     return True
 

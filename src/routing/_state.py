@@ -9,7 +9,6 @@ manager does both.
 from __future__ import annotations
 
 import weakref
-from collections import OrderedDict
 from collections.abc import Collection, Hashable, ItemsView, Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -217,16 +216,12 @@ class Group:
         self.held_snapshots = None
 
 
-#: The bucket of a live entry not yet indexed (`State.put_live` sets the real one).
-_NO_BUCKET: OrderedDict[LiveKey, int | None] = OrderedDict()
-
-
 class Live:
     """One live entry (Java ``BrokerLiveInfo``) plus what the manager needs to fence and
     fast-path it. Mutable; never handed out (`BrokerLiveInfo` values are)."""
 
     __slots__ = ("applied_deleted", "applied_epoch", "applied_names", "broker_id",
-                 "broker_name", "bucket", "channel", "data_version", "generation",
+                 "broker_name", "channel", "data_version", "entry", "generation",
                  "ha_server_addr", "last_update", "steady", "timeout", "unchanged_answer")
 
     def __init__(self, *, broker_name: str, broker_id: int, last_update: int,
@@ -248,10 +243,10 @@ class Live:
         #: passes the same table again shares this very string with it.
         self.applied_names: str | None = None
         self.applied_epoch = -1
-        #: The deadline bucket holding this key (`DeadlineIndex.set`), for O(1) refreshes:
-        #: raise ``last_update``, then ``bucket.move_to_end(key)`` (the index reads
-        #: ``last_update`` itself, see `State.deadlines`).
-        self.bucket: OrderedDict[LiveKey, int | None] = _NO_BUCKET
+        #: This entry's place in the deadline index (`DeadlineIndex.file`): a deadline
+        #: at or before ``last_update + timeout``. A refresh raises ``last_update`` alone;
+        #: the index re-files the entry when the filed deadline comes due.
+        self.entry: tuple[int, object] | None = None
         #: QUERY_DATA_VERSION's answer for an equal version, made on first use and shared.
         self.unchanged_answer: VersionAnswer | None = None
         #: Whether that application deleted by omission (D12: full, not partial, no static
@@ -290,8 +285,9 @@ class State:
         # set (216 B) per broker. (broker name -> its clusters is `Group.clusters`.)
         self.groups_of_addr: dict[LiveKey, str | set[str]] = {}
         self.keys_of_channel: dict[Hashable, set[LiveKey]] = {}
-        # the live entries keep their refresh time (last_update): the index reads it there
-        self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex(self._refresh_of)
+        # the live entries keep their refresh time (last_update) and their place in the
+        # index (entry): the index reads both there
+        self.deadlines: DeadlineIndex[LiveKey] = DeadlineIndex(self.live.get)
         self._epoch = 0  # the last rows_epoch stamp handed out (see Group)
         # --- bookkeeping for one write
         self.touched: set[str] = set()  # topics (still present) whose route may change
@@ -439,30 +435,22 @@ class State:
         self.live[key] = live
         if live.channel is not None:
             self.keys_of_channel.setdefault(live.channel, set()).add(key)
-        if old is not None and old.timeout == live.timeout:  # a refresh: DeadlineIndex.touch
-            bucket = live.bucket = old.bucket
-            bucket.move_to_end(key)
-            return
-        live.bucket = self.deadlines.set(key, timeout_ms=live.timeout,
-                                         deadline_ms=live.last_update + live.timeout,
-                                         previous_timeout_ms=None if old is None
-                                         else old.timeout, refresh_ms=live.last_update)
-
-    def _refresh_of(self, key: LiveKey) -> int:
-        """The deadline index's refresh time (ms) of ``key``: its live entry's
-        ``last_update`` (Java ``BrokerLiveInfo.lastUpdateTimestamp``). O(1)."""
-        return self.live[key].last_update
+        if old is not None:  # the new entry takes over the old one's place in the index
+            live.entry = old.entry
+            if old.timeout == live.timeout:  # still a lower bound: last_update only grows
+                return
+        self.deadlines.file(key, live)  # (a changed timeout: the old place is dropped)
 
     def drop_live(self, key: LiveKey, *, expired: bool = False) -> Live | None:
         """Remove a live entry and its filter servers; ``expired`` when the deadline index
-        already let it go (`DeadlineIndex.pop_expired`). O(1)."""
+        already let it go (`DeadlineIndex.pop_expired`). O(1) amortised."""
         live = self.live.pop(key, None)
         if live is None:
             return None
         if live.channel is not None:
             self._unindex_channel(key, live)
         if not expired:
-            self.deadlines.discard(key, timeout_ms=live.timeout)
+            self.deadlines.forget(live)
         if key in self.filter_servers:
             self.set_filter_servers(key, ())
         return live
