@@ -175,21 +175,20 @@ def local_cores(master: str) -> int:
 
 
 def package_zip(folder: Path | None = None) -> Path:
-    """A zip of the running install's ``routing`` and of its pure-Python dependencies
-    (``attrs`` with ``attr``, which ``attrs`` imports, and ``sortedcontainers``): what an
-    executor needs on its Python path to replay. Written to ``folder`` (default: a new
+    """A zip of the running install's ``routing`` and of its pure-Python dependency
+    (``attrs`` with ``attr``, which ``attrs`` imports): what an executor needs on its
+    Python path to replay. Written to ``folder`` (default: a new
     temporary folder); returns its path."""
     import zipfile
 
     import attr
     import attrs as attrs_pkg
-    import sortedcontainers
 
     import routing
 
     target = Path(folder or tempfile.mkdtemp(prefix="routing-ship-")) / "routing-pipeline.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
-        for module in (routing, attr, attrs_pkg, sortedcontainers):
+        for module in (routing, attr, attrs_pkg):
             root = Path(module.__file__ or "").parent
             for path in sorted(root.rglob("*")):
                 if path.is_file() and path.suffix in (".py", ".typed") and \
