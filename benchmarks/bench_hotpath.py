@@ -233,50 +233,47 @@ while conn.recv_into(head, 4, socket.MSG_WAITALL) == 4:
 def _drive(port: int, frames: list[bytes], window: int, seconds: float) -> tuple[float, float]:
     """Send ``frames`` round robin on one connection with at most ``window`` requests in
     flight (1: lock step) for about ``seconds``; (median, max) ns per request over batches
-    of 200. Replies are length-prefixed frames (as the remoting protocol's)."""
+    of 200. One thread: it tops the window up, then blocks on the replies
+    (length-prefixed frames, as the remoting protocol's) until one slot is free."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    slots = threading.Semaphore(window)
-    failed: list[BaseException] = []
+    buffer = bytearray()
+    in_flight = sent = 0
 
-    def read_replies() -> None:
-        buffer = bytearray()
-        try:
-            while True:
-                data = sock.recv(1 << 16)
-                if not data:
-                    return
-                buffer += data
-                while len(buffer) >= 4:
-                    (length,) = _INT32.unpack_from(buffer)
-                    if len(buffer) < 4 + length:
-                        break
-                    del buffer[:4 + length]
-                    slots.release()
-        except OSError as error:  # closed under us at the end: fine; anything else: report
-            failed.append(error)
+    def requests(count: int) -> None:
+        nonlocal in_flight, sent
+        done = 0
+        while done < count:
+            while in_flight < window and sent < count_to[0]:
+                sock.sendall(frames[sent % len(frames)])
+                sent += 1
+                in_flight += 1
+            data = sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError("the server closed the connection")
+            buffer.extend(data)
+            while len(buffer) >= 4:
+                (length,) = _INT32.unpack_from(buffer)
+                if len(buffer) < 4 + length:
+                    break
+                del buffer[:4 + length]
+                in_flight -= 1
+                done += 1
 
-    reader = threading.Thread(target=read_replies, daemon=True)
-    reader.start()
-    batch, samples, sent = 200, [], 0
-    deadline = None
-    while deadline is None or time.perf_counter() < deadline or len(samples) < 5:
+    count_to = [0]
+    batch, samples = 200, []
+
+    def timed_batch() -> float:
+        count_to[0] = sent + batch
         t0 = time.perf_counter_ns()
-        for _ in range(batch):
-            slots.acquire()
-            sock.sendall(frames[sent % len(frames)])
-            sent += 1
-        samples.append((time.perf_counter_ns() - t0) / batch)
-        if deadline is None:  # the first batch warms up
-            samples.clear()
-            deadline = time.perf_counter() + seconds
-    for _ in range(window):  # every reply in
-        slots.acquire()
-    sock.shutdown(socket.SHUT_RDWR)
+        requests(batch)
+        return (time.perf_counter_ns() - t0) / batch
+
+    timed_batch()  # warm-up
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples) < 5:
+        samples.append(timed_batch())
     sock.close()
-    reader.join(10)
-    if failed and not isinstance(failed[0], OSError):
-        raise failed[0]
     return statistics.median(samples), max(samples)
 
 
