@@ -11,7 +11,10 @@ operation):
   the body bytes of the previous request (fresh ``bytes`` objects, as a socket hands over)
   and with a changed DataVersion;
 * the same re-registration over TCP: ``NameServerHost`` on a thread, one blocking client
-  connection, request/response in lock step;
+  connection, request/response in lock step; and sent to ``routing serve`` in its own
+  process on one connection, in lock step and with 4 requests in flight, beside a floor
+  measured the same way: a Python server that does no work (reads each frame, answers
+  with as many bytes as routing's reply);
 * ``heartbeat``, ``query_data_version`` and an idle ``scan_expired`` from 100 to 100 000
   live brokers;
 * memory per live broker and per (topic, group) row (tracemalloc, `bench_core`).
