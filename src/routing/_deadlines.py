@@ -111,6 +111,27 @@ class DeadlineIndex(Generic[K]):
         """Re-file or drop the top entries whose filed deadline is before ``now_ms`` until
         the top one is not before it or is really due. Changes no holder's deadline, only
         where it is filed. O(log n) per entry moved (see the module's costs)."""
+        self._walk(now_ms, None)
+
+    def pop_expired(self, now_ms: int) -> list[K]:
+        """Remove and return every key whose real deadline is before ``now_ms``, in real
+        deadline order (ties: by key); their holders are left with no entry. O(1) when
+        `lower_bound` is not before ``now_ms``; otherwise O(log n) per key returned or
+        entry settled."""
+        bound = self.lower_bound
+        if bound is None or bound >= now_ms:
+            return []
+        due: list[tuple[int, K]] = []
+        self._walk(now_ms, due)
+        if len(due) > 1:
+            due.sort()
+        return [key for _, key in due]
+
+    def _walk(self, now_ms: int, due: list[tuple[int, K]] | None) -> None:
+        """Settle the entries filed before ``now_ms``: drop the stale ones, re-file the
+        refreshed ones under their real deadline; a really due one ends the walk
+        (``due`` None) or is popped into ``due`` as (real deadline, key) and its holder
+        left with no entry."""
         heap, lookup = self._heap, self._lookup
         while heap:
             entry = heap[0]
@@ -124,33 +145,16 @@ class DeadlineIndex(Generic[K]):
                 continue
             real = holder.last_update + holder.timeout
             if real < now_ms:  # really due
-                break
+                if due is None:
+                    break
+                heapq.heappop(heap)
+                holder.entry = None
+                due.append((real, key))
+                continue
             refiled: Entry[K] = (real, key)
             heapq.heapreplace(heap, refiled)
             holder.entry = refiled
         self.lower_bound = heap[0][0] if heap else None
-
-    def pop_expired(self, now_ms: int) -> list[K]:
-        """Remove and return every key whose real deadline is before ``now_ms``, in real
-        deadline order (ties: by key); their holders are left with no entry. O(1) when
-        `lower_bound` is not before ``now_ms``; otherwise O(log n) per key returned or
-        entry settled."""
-        bound = self.lower_bound
-        if bound is None or bound >= now_ms:
-            return []
-        heap = self._heap
-        due: list[tuple[int, K]] = []
-        while True:
-            self.settle(now_ms)
-            if not heap or heap[0][0] >= now_ms:
-                break
-            entry = heapq.heappop(heap)
-            holder = self._lookup(entry[1])
-            assert holder is not None  # settle leaves a current, really due entry on top
-            holder.entry = None
-            due.append((holder.last_update + holder.timeout, entry[1]))
-        due.sort()
-        return [key for _, key in due]
 
     def earliest(self) -> int | None:
         """The smallest real deadline, or None when empty. O(n)."""
