@@ -55,11 +55,22 @@ __all__ = [
 #: The oldest Java that pyspark 4.x runs on (its jars are class-file version 61).
 MIN_JAVA = 17
 
-#: JVM flags that make small test jobs ~10-20 % faster and real jobs 2x slower (notes §2, §4).
 #: ``spark.sql.execution.arrow.maxBytesPerBatch``: the largest Arrow batch a Python step is
 #: handed, bytes.
 ARROW_BATCH_BYTES = 8 << 20
-TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: The JVM flags `spark_session` gives the driver, and the executors of a local master, by
+#: default: the C1 compiler only (no C2) and the serial collector. In this pipeline the JVM
+#: hands Arrow batches to Python, shuffles the sweep's rows and writes Parquet, while Python
+#: replays; C2's compiler threads and G1's concurrent threads cost more CPU than they save.
+#: Measured on 2 cores (docs/performance.md, issue 12's fifth pass): 10 M records 41.3 →
+#: 37.5 s and 78 → 68 CPU s; 1 M records 16.1 → 10 s and 29 → 15 CPU s. (The pyspark notes
+#: found these flags 2× slower for SQL-heavy jobs, where the JVM does the work.) Executors
+#: of other masters keep their defaults: there Spark's own text reader may do real work.
+LEAN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: ``ROUTING_SPARK_LEAN_JVM=0`` starts the JVMs with Java's own JIT and collector instead.
+LEAN_JVM_ENV = "ROUTING_SPARK_LEAN_JVM"
+#: The tests' session uses the lean flags whatever the environment says.
+TEST_JAVA_OPTIONS = LEAN_JAVA_OPTIONS
 
 _LOG4J = """\
 # Written by routing.pipeline: keep Spark's console quiet (errors only).
@@ -161,6 +172,25 @@ def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith(("local[", "local-cluster["))
 
 
+def lean_jvm() -> bool:
+    """Whether the JVMs start with `LEAN_JAVA_OPTIONS` (``$ROUTING_SPARK_LEAN_JVM`` is not
+    ``0``)."""
+    return os.environ.get(LEAN_JVM_ENV, "1").strip() != "0"
+
+
+def java_options(master: str, *, log4j: Path, for_tests: bool = False,
+                 archive: str = "") -> tuple[str, str]:
+    """``spark.driver.extraJavaOptions`` and ``spark.executor.extraJavaOptions`` for a
+    session on ``master``: the quiet log4j configuration, `LEAN_JAVA_OPTIONS` (unless
+    turned off, except for the tests' session) for the driver and, on a local master, its
+    executors, and the driver's class archive options."""
+    base = f"-Dlog4j2.configurationFile=file:{log4j}"
+    lean = for_tests or lean_jvm()
+    driver = " ".join(filter(None, (base, LEAN_JAVA_OPTIONS if lean else "", archive)))
+    executor = f"{base} {LEAN_JAVA_OPTIONS}" if lean and is_local_master(master) else base
+    return driver, executor
+
+
 def local_cores(master: str) -> int:
     """The task slots of a local master: N of ``local[N]``/``local[N,F]``, workers × cores
     of ``local-cluster[W,C,M]``, this machine's cores for ``local[*]``."""
@@ -224,8 +254,9 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
 
     ``master`` defaults to `default_master` (``$SPARK_MASTER`` or ``local[*,2]``).
     ``shuffle_partitions`` defaults to 2 × the local cores for local masters (Spark's own
-    default, with adaptive execution, on a cluster). ``for_tests`` adds the C1-only JIT and
-    serial GC flags (faster small jobs, slower big ones). ``ship_code`` (default: for
+    default, with adaptive execution, on a cluster). The JVMs start with `LEAN_JAVA_OPTIONS`
+    (see `java_options`; ``ROUTING_SPARK_LEAN_JVM=0`` turns them off, except with
+    ``for_tests``). ``ship_code`` (default: for
     non-local masters) sends ``routing`` and its pure-Python dependencies to the executors
     (`ship_package`). ``conf`` entries win over ours.
     Raises `SparkUnavailable` when Java 17+ or pyspark is missing. If a session is already
@@ -246,12 +277,8 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     log4j = log4j_config()
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
-    if for_tests:
-        java_opts += " " + TEST_JAVA_OPTIONS
-    archive = class_archive_options(java.banner)
-    if archive:
-        java_opts += " " + archive
+    java_opts, executor_opts = java_options(master, log4j=log4j, for_tests=for_tests,
+                                            archive=class_archive_options(java.banner))
     settings: dict[str, str] = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -262,7 +289,7 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
         # every group serves held a sweep worker at 0.5 GB)
         "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES),
         "spark.driver.extraJavaOptions": java_opts,
-        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.executor.extraJavaOptions": executor_opts,
         "spark.log.level": "ERROR",
         # pools share the task slots: the topic sweep (the longest chain after the read)
         # runs in its own pool (`_spark.SWEEP_POOL`) beside the small tables' writes
