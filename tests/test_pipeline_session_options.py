@@ -38,3 +38,16 @@ def test_the_environment_turns_the_lean_flags_off_but_not_for_the_tests(monkeypa
     assert LEAN_JAVA_OPTIONS in driver and LEAN_JAVA_OPTIONS in executor
     monkeypatch.setenv(LEAN_JVM_ENV, "1")
     assert LEAN_JAVA_OPTIONS in java_options("local[2]", log4j=LOG4J)[0]
+
+
+def test_local_masters_spill_sorts_early_and_use_loopback():
+    import sys
+
+    from routing.pipeline._session import LOCAL_MEMORY_FRACTION, local_settings
+
+    settings = local_settings("local[2,2]")
+    assert settings["spark.memory.fraction"] == LOCAL_MEMORY_FRACTION == "0.2"
+    assert settings["spark.sql.shuffle.partitions"] == "4"
+    assert settings["spark.driver.bindAddress"] == "127.0.0.1"
+    assert settings["spark.executorEnv.PYSPARK_PYTHON"] == sys.executable
+    assert local_settings("local-cluster[2,1,1024]", 3)["spark.default.parallelism"] == "3"
