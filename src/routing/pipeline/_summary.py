@@ -171,11 +171,12 @@ def collect_rows(analysis: Any) -> dict[str, list[Row]]:
     happened, not with the number of journal lines (heartbeats add none)."""
     from pyspark.sql import functions as F
 
+    from ._spark import plain_rows
+
     t = analysis.tables
     out: dict[str, list[Row]] = {}
     for name, columns in _COLLECTED.items():
-        df = t[name] if columns is None else t[name].select(*columns)
-        out[name] = [r.asDict(recursive=True) for r in df.collect()]
+        out[name] = plain_rows(t[name] if columns is None else t[name].select(*columns))
     reason = F.substring(F.split(F.col("reason"), ":").getItem(0), 1, 80)
     out["rejected_groups"] = [
         {"source": r["source"], "reason": r["reason"], "lines": int(r["lines"])}
