@@ -42,15 +42,22 @@ def test_in_background_hands_over_the_result_and_the_error() -> None:
         _in_background(fail, context, SWEEP_POOL).result(timeout=10)
 
 
+class _Table:
+    """An empty Arrow table's stand-in."""
+
+    def to_pylist(self) -> list[Any]:
+        return []
+
+
 class _Frame:
     """A DataFrame stand-in that records when it was collected and unpersisted."""
 
     def __init__(self, log: list[str], name: str) -> None:
         self.log, self.name = log, name
 
-    def collect(self) -> list[Any]:
+    def toArrow(self) -> _Table:  # DataFrame.toArrow
         self.log.append(f"collect {self.name}")
-        return []
+        return _Table()
 
     def unpersist(self) -> None:
         self.log.append(f"unpersist {self.name}")
