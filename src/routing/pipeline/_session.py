@@ -46,7 +46,9 @@ __all__ = [
     "check_pyspark",
     "default_master",
     "is_local_master",
+    "java_options",
     "local_cores",
+    "local_settings",
     "package_zip",
     "ship_package",
     "spark_session",
@@ -67,10 +69,9 @@ ARROW_BATCH_BYTES = 8 << 20
 #: found these flags 2× slower for SQL-heavy jobs, where the JVM does the work.) Executors
 #: of other masters keep their defaults: there Spark's own text reader may do real work.
 LEAN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-#: ``ROUTING_SPARK_LEAN_JVM=0`` starts the JVMs with Java's own JIT and collector instead.
+#: ``ROUTING_SPARK_LEAN_JVM=0`` starts the JVMs with Java's own JIT and collector instead
+#: (the tests' session, ``for_tests``, keeps the lean flags whatever it says).
 LEAN_JVM_ENV = "ROUTING_SPARK_LEAN_JVM"
-#: The tests' session uses the lean flags whatever the environment says.
-TEST_JAVA_OPTIONS = LEAN_JAVA_OPTIONS
 
 _LOG4J = """\
 # Written by routing.pipeline: keep Spark's console quiet (errors only).
