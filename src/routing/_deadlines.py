@@ -123,8 +123,9 @@ class DeadlineIndex(Generic[K]):
             return []
         due: list[tuple[int, K]] = []
         self._walk(now_ms, due)
-        if len(due) > 1:
-            due.sort()
+        if len(due) == 1:  # the usual case: one broker gone silent
+            return [due[0][1]]
+        due.sort()
         return [key for _, key in due]
 
     def _walk(self, now_ms: int, due: list[tuple[int, K]] | None) -> None:

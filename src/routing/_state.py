@@ -403,9 +403,8 @@ class State:
         if topics:
             table, touched, vanished = self.topics, self.touched, self.vanished
             for topic, entry in topics.items():  # drop_row, unrolled: the O(T_b) of a removal
-                rows = entry
-                if len(rows) > 1:
-                    del rows[name]
+                if entry._many is not None:  # several rows (len(entry) > 1, without a call)
+                    del entry[name]
                     touched.add(topic)
                 else:  # the topic's last row: the entry goes whole, rows and all
                     del table[topic]
