@@ -97,12 +97,7 @@ class DeadlineIndex(Generic[K]):
     def _maybe_rebuild(self) -> None:
         heap = self._heap
         if self._stale > len(heap) // 2 + self.SLACK:
-            lookup = self._lookup
-            kept = []
-            for entry in heap:
-                holder = lookup(entry[1])
-                if holder is not None and holder.entry is entry:
-                    kept.append(entry)
+            kept = [entry for entry, _ in self._current()]
             heapq.heapify(kept)
             self._heap, self._stale = kept, 0
             self.lower_bound = kept[0][0] if kept else None
@@ -159,33 +154,33 @@ class DeadlineIndex(Generic[K]):
 
     def earliest(self) -> int | None:
         """The smallest real deadline, or None when empty. O(n)."""
-        return min((deadline for _, deadline in self._current()), default=None)
+        return min((deadline for _, deadline in self.items()), default=None)
 
-    def _current(self) -> Iterator[tuple[K, int]]:
-        """(key, real deadline) of every current entry, in heap order. O(n)."""
+    def _current(self) -> Iterator[tuple[Entry[K], Filed]]:
+        """(entry, holder) of every current entry (its holder's own), in heap order; the
+        others are stale. O(n). (`_walk` makes the same test inline: its hot loop.)"""
         lookup = self._lookup
         for entry in self._heap:
             holder = lookup(entry[1])
             if holder is not None and holder.entry is entry:
-                yield entry[1], holder.last_update + holder.timeout
+                yield entry, holder
 
     def items(self) -> Iterator[tuple[K, int]]:
         """``(key, real deadline ms)`` for every filed key. O(n)."""
-        return self._current()
+        for entry, holder in self._current():
+            yield entry[1], holder.last_update + holder.timeout
 
     def problems(self) -> list[str]:
         """Self-check for `RouteInfoManager.check_invariants`. O(n)."""
         found: list[str] = []
-        heap, lookup = self._heap, self._lookup
-        current = 0
-        seen: set[object] = set()
+        heap = self._heap
         for i, entry in enumerate(heap):
             for child in (2 * i + 1, 2 * i + 2):
                 if child < len(heap) and heap[child] < entry:
                     found.append(f"deadline heap out of order at {i}")
-            holder = lookup(entry[1])
-            if holder is None or holder.entry is not entry:
-                continue
+        current = 0
+        seen: set[object] = set()
+        for entry, holder in self._current():
             current += 1
             if entry[1] in seen:
                 found.append(f"deadline key {entry[1]!r} is current twice")
