@@ -243,11 +243,13 @@ def _drive(port: int, frames: list[bytes], window: int, seconds: float) -> tuple
     buffer = bytearray()
     in_flight = sent = 0
 
-    def requests(count: int) -> None:
+    def timed_batch(count: int) -> float:
+        """Send ``count`` more requests and wait for their replies: ns per request."""
         nonlocal in_flight, sent
-        done = 0
+        t0 = time.perf_counter_ns()
+        limit, done = sent + count, 0
         while done < count:
-            while in_flight < window and sent < count_to[0]:
+            while in_flight < window and sent < limit:
                 sock.sendall(frames[sent % len(frames)])
                 sent += 1
                 in_flight += 1
@@ -262,20 +264,13 @@ def _drive(port: int, frames: list[bytes], window: int, seconds: float) -> tuple
                 del buffer[:4 + length]
                 in_flight -= 1
                 done += 1
+        return (time.perf_counter_ns() - t0) / count
 
-    count_to = [0]
     batch, samples = 200, []
-
-    def timed_batch() -> float:
-        count_to[0] = sent + batch
-        t0 = time.perf_counter_ns()
-        requests(batch)
-        return (time.perf_counter_ns() - t0) / batch
-
-    timed_batch()  # warm-up
+    timed_batch(batch)  # warm-up
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline or len(samples) < 5:
-        samples.append(timed_batch())
+        samples.append(timed_batch(batch))
     sock.close()
     return statistics.median(samples), max(samples)
 
@@ -289,6 +284,9 @@ def serve_rows(k: int, seconds: float, windows: tuple[int, ...] = (1, 4)) -> lis
     table = _topics(k, "R")
     frames = [_register_frame("broker-r", "10.9.0.1:10911", table, 1, opaque=i)
               for i in range(1, 101)]
+    # the floor answers with as many bytes as routing's reply (header only)
+    probe = NameServerProcessor(r.RouteInfoManager(), renew_unchanged=True)
+    reply = len(_pipeline(probe, frames[:1], "broker")())
     rows: list[h.Row] = []
     for window in windows:
         server = Server("default")
@@ -296,9 +294,6 @@ def serve_rows(k: int, seconds: float, windows: tuple[int, ...] = (1, 4)) -> lis
             routing_ns, routing_max = _drive(server.port, frames, window, seconds)
         finally:
             server.stop()
-        # the floor answers with as many bytes as routing's reply (header only)
-        probe = NameServerProcessor(r.RouteInfoManager(), renew_unchanged=True)
-        reply = len(_pipeline(probe, frames[:1], "broker")())
         floor = subprocess.Popen([sys.executable, "-c", _FLOOR_SERVER, str(reply)],
                                  stdout=subprocess.PIPE, text=True)
         try:
