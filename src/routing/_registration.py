@@ -204,7 +204,7 @@ def renew_registration(state: State, reg: Registration, now: int, config: Routin
     live.ha_server_addr = reg.ha_server_addr
     live.generation = generation
     if writes:
-        live.applied_names = reg.topics.names_key()  # made by unchanged_table already
+        live.applied_names = reg.topics.names_key()  # cached on the table once made
         live.applied_epoch, live.applied_deleted = group.rows_epoch, deletes
     else:
         live.applied_names, live.applied_epoch, live.applied_deleted = None, -1, False
