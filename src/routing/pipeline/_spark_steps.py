@@ -21,7 +21,7 @@ from ._lifetime import Removals
 from ._outputs import Emitted, ReplayDeriver
 from ._plan import nodes_of, replay_entry
 from ._read import NsReading, count_rejected, decode_line, line_key, raw_lines
-from ._schema import TABLES
+from ._schema import TABLES, arrow_batch
 from ._topics import Contribution, answer_of_change, sweep_changes, sweep_topic
 
 __all__ = ["CHANGE_COLUMNS", "CONTRIB_COLUMNS", "KILL_WORKER_ENV", "WIDE_DDL", "local_file_step",
@@ -95,8 +95,6 @@ def rows_of(batches: Iterable[Any], names: Sequence[str]) -> Iterator[tuple[Any,
 
 def _to_batches(rows: Iterable[dict[str, Any]]) -> Iterator[Any]:
     """Rows (dicts naming some of the `_WIDE` columns) as Arrow batches of the wide schema."""
-    import pyarrow as pa
-
     schema = _arrow_schema()
     chunk: list[dict[str, Any]] = []
     held = 0  # characters of the long text columns in ``chunk``
@@ -104,11 +102,11 @@ def _to_batches(rows: Iterable[dict[str, Any]]) -> Iterator[Any]:
         chunk.append(row)
         held += len(row.get("route_json") or "") + len(row.get("text") or "")
         if len(chunk) >= _BATCH_ROWS or held >= _BATCH_CHARS:
-            yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+            yield arrow_batch(chunk, schema)
             chunk = []
             held = 0
     if chunk:
-        yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+        yield arrow_batch(chunk, schema)
 
 
 def _arrow_schema() -> Any:
