@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	@# the distribution was called `routing` before 0.2.0: drop an old editable install
 	-@$(BIN)/pip uninstall --quiet --yes routing >/dev/null 2>&1
-	$(BIN)/pip install --quiet -e '.[dev,testing,spark,cli,metrics,uvloop]'
+	$(BIN)/pip install --quiet -e '.[dev,testing,spark,connect,cli,metrics,uvloop]'
 	touch $(STAMP)
 
 venv: $(STAMP)

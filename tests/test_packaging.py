@@ -9,9 +9,9 @@ from pathlib import Path
 
 def test_core_import_pulls_in_no_extra():
     code = (
-        "import sys, routing, routing.heartbeat\n"
+        "import sys, routing, routing.heartbeat, routing.pipeline\n"
         "heavy = {'hypothesis', 'pytest', 'pyspark', 'click', 'rich', 'matplotlib', 'pandas',\n"
-        "         'sortedcontainers'}\n"
+        "         'sortedcontainers', 'grpc', 'pyarrow'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

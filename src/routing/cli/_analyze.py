@@ -100,6 +100,9 @@ def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
 @click.option("--master", default=None, envvar="SPARK_MASTER",
               help="Spark master URL [default: $SPARK_MASTER or local[*,2]: all cores, a "
                    "failed task retried once].")
+@click.option("--remote", default=None, envvar="SPARK_REMOTE", metavar="sc://HOST[:PORT]",
+              help="Run on a Spark Connect server instead (needs the connect extra; the "
+                   "server reads the journal paths) [default: $SPARK_REMOTE].")
 @click.option("--at", "at", multiple=True,
               help="Also report every route at this time (ms, T+H:MM:SS or ISO date-time); "
                    "repeatable.")
@@ -121,9 +124,10 @@ def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
                                  "incident.")
 @click.option("--driver-memory", default=None, help="Spark driver memory, e.g. 2g.")
 def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | None,
-                    at: Sequence[str], strict: bool, partition: str, local_engine: bool,
-                    to_parquet_dir: str | None, report: bool, summary_json: str | None,
-                    incident_gap: int, driver_memory: str | None) -> None:
+                    remote: str | None, at: Sequence[str], strict: bool, partition: str,
+                    local_engine: bool, to_parquet_dir: str | None, report: bool,
+                    summary_json: str | None, incident_gap: int,
+                    driver_memory: str | None) -> None:
     """Analyze name-server JOURNALS (files or folders: JSON Lines, .gz, or Parquet copies).
 
     Writes the tables sessions, expiries, route_changes, routes_at, disagreement,
@@ -140,6 +144,9 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
         raise click.BadParameter("must be 0 or more", param_hint="--incident-gap")
     if local_engine and to_parquet_dir is not None:
         raise click.UsageError("--to-parquet needs Spark; drop --local")
+    if remote is not None and (local_engine or master is not None or driver_memory):
+        raise click.UsageError("--remote runs on a Spark Connect server: drop --local, "
+                               "--master and --driver-memory (the server's settings)")
     check = _check(journals, err)  # before any Spark session starts
     sources = check.paths() if check.skipped else list(journals)
     outputs: dict[str, Any] = {"report": report, "summary_json": summary_json}
@@ -165,14 +172,22 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
         console.print(f"tables: {out_dir} ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
         _outputs(Path(out_dir), summary, rows, console, **outputs)
         return
-    master = master or default_master()
-    from pyspark.sql import SparkSession
-
-    owned = SparkSession.getActiveSession() is None  # stop it at the end only if ours
+    master = remote or master or default_master()
     try:
-        spark = spark_session(master, driver_memory=driver_memory)
+        if remote is not None:
+            from ..pipeline._connect import remote_session
+
+            owned = True  # a Connect session of our own: stop() ends it on the server
+            spark = remote_session(remote)
+        else:
+            from pyspark.sql import SparkSession
+
+            owned = SparkSession.getActiveSession() is None  # stop it at the end if ours
+            spark = spark_session(master, driver_memory=driver_memory)
     except SparkUnavailable as exc:
         raise click.ClickException(f"{exc} (or use --local to run without Spark)") from None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--remote") from None
     try:
         _run_spark(spark, console, err, master, sources, out_dir, times, strict, partition,
                    to_parquet_dir, incident_gap, outputs)

@@ -18,6 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ..pipeline._connect import is_connect
 from ..pipeline._read import InputFile, iter_lines
 
 __all__ = ["RunProgress", "SparkTasks", "counted_sources", "spark_progress"]
@@ -126,7 +127,8 @@ class SparkTasks:
 @contextmanager
 def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[str], None]]:
     """A step reporter for a Spark run (see the module's doc); yields ``say(step)``. The
-    bar counts the tasks of the Spark jobs started so far (`SparkTasks`)."""
+    bar counts the tasks of the Spark jobs started so far (`SparkTasks`); on Spark Connect,
+    which has no status tracker for the client, it shows the steps only."""
     with RunProgress(console) as progress:
         stop = threading.Event()
 
@@ -140,7 +142,7 @@ def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[st
                     progress.update(done, total, "tasks so far")
 
         thread = None
-        if progress.live and spark is not None:
+        if progress.live and spark is not None and not is_connect(spark):
             # before the first step: the jobs known now belong to earlier runs
             tasks = SparkTasks(spark.sparkContext.statusTracker())
             thread = threading.Thread(target=poll, args=(tasks,), daemon=True)

@@ -1,8 +1,9 @@
 """routing.pipeline — name-server journals turned into answers, on PySpark or in one process.
 
 `analyze` runs on a `SparkSession` (embedded ``local[*]`` by default, any cluster with
-``--master``) and returns the output tables as DataFrames; `analyze_local` computes the same
-tables in one Python process and is the reference the Spark path is tested against.
+``--master``, a Spark Connect server through `remote_session`) and returns the output
+tables as DataFrames; `analyze_local` computes the same tables in one Python process and
+is the reference the Spark path is tested against.
 ``docs/pipeline.md`` describes every table. pyspark is imported only when a Spark function
 runs, so ``import routing.pipeline`` and `analyze_local` work without it.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._connect import remote_session
 from ._schema import TABLES, Column, Table
 from ._session import SparkUnavailable, check_java, spark_session
 from .reference import RejectedRecords, analyze_local
@@ -28,6 +30,7 @@ __all__ = (
     "analyze",
     "analyze_local",
     "check_java",
+    "remote_session",
     "spark_session",
     "to_parquet",
 )

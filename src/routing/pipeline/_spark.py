@@ -49,6 +49,7 @@ from typing import Any
 
 import attrs
 
+from ._connect import is_connect
 from ._lifetime import session_removals
 from ._outputs import Row
 from ._plan import component_count, components
@@ -411,20 +412,24 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     # `Analysis.write` writes the other tables meanwhile.
     return Analysis(tables=ordered, partitions=parts, read_tasks=read_tasks,
                     persisted=tuple(persisted),
-                    sweeping=_in_background(swept.count, spark.sparkContext, SWEEP_POOL),
+                    sweeping=_in_background(
+                        swept.count, None if is_connect(spark) else spark.sparkContext,
+                        SWEEP_POOL),
                     swept=swept_names)
 
 
 def _in_background(job: Callable[[], Any], context: Any, pool: str) -> Future[Any]:
     """``job()`` run in a daemon thread (a Spark action: the session runs jobs from
     several threads at once), its jobs in scheduler ``pool`` (a thread's own property:
-    PySpark pins each Python thread to a JVM thread); its result or error in the future."""
+    PySpark pins each Python thread to a JVM thread; no ``context``, as on Spark Connect:
+    the default pool); its result or error in the future."""
     future: Future[Any] = Future()
 
     def run() -> None:
         if future.set_running_or_notify_cancel():
             try:
-                context.setLocalProperty("spark.scheduler.pool", pool)
+                if context is not None:
+                    context.setLocalProperty("spark.scheduler.pool", pool)
                 future.set_result(job())
             except BaseException as exc:  # handed to whoever waits
                 future.set_exception(exc)

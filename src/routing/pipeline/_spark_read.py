@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import attrs
 
@@ -58,21 +59,12 @@ def _expand(spark: Any, paths: Sequence[str]) -> list[InputFile]:
             local.append(path)
             continue
         flush()
-        jvm = spark.sparkContext._jvm
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
-        hpath = jvm.org.apache.hadoop.fs.Path(path)
-        fs = hpath.getFileSystem(conf)
-        if not fs.exists(hpath):
-            raise FileNotFoundError(f"no such journal file or folder: {path}")
-        if not fs.getFileStatus(hpath).isDirectory():
+        listed = _list_uri(spark, path)
+        if listed is None:
             found.append(InputFile(kind="parquet" if is_parquet_path(path) else "text",
                                    path=path))
             continue
-        files: list[str] = []
-        iterator = fs.listFiles(hpath, True)
-        while iterator.hasNext():
-            files.append(str(iterator.next().getPath().toString()))
-        base = str(fs.getFileStatus(hpath).getPath().toString()).rstrip("/")
+        base, files = listed
         rel = sorted(f[len(base) + 1:] for f in files if f.startswith(base + "/"))
         rel = [r for r in rel if not any(p.startswith((".", "_")) for p in r.split("/"))]
         if any("/" not in r and is_parquet_path(r) for r in rel):
@@ -83,6 +75,45 @@ def _expand(spark: Any, paths: Sequence[str]) -> list[InputFile]:
             found.append(InputFile(kind=kind_in_folder(r), path=full))
     flush()
     return found
+
+
+def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
+    """None if the URI ``path`` names a file; for a folder, its qualified name and the
+    qualified names of every file under it. Through Hadoop's FileSystem in the driver's
+    JVM, or on Spark Connect (no JVM here) through the server: the paths of a
+    ``binaryFile`` scan that reads no content (Spark's listing already leaves out names
+    starting with ``_`` or ``.``, which `_expand` leaves out too). Raises
+    `FileNotFoundError` if nothing is there."""
+    from ._connect import is_connect
+
+    if is_connect(spark):
+        try:
+            files = [str(r[0]) for r in spark.read.format("binaryFile")
+                     .option("recursiveFileLookup", "true").load(path)
+                     .select("path").collect()]
+        except Exception as exc:
+            if "PATH_NOT_FOUND" in str(exc):
+                raise FileNotFoundError(f"no such journal file or folder: {path}") from None
+            raise
+        # compared by their path parts: Spark qualifies names (file:/x for file:///x)
+        base = urlparse(path).path.rstrip("/")
+        parts = [urlparse(f).path for f in files]
+        if parts == [base]:
+            return None  # the path itself: a file
+        return base, parts
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hpath.getFileSystem(conf)
+    if not fs.exists(hpath):
+        raise FileNotFoundError(f"no such journal file or folder: {path}")
+    if not fs.getFileStatus(hpath).isDirectory():
+        return None
+    files = []
+    iterator = fs.listFiles(hpath, True)
+    while iterator.hasNext():
+        files.append(str(iterator.next().getPath().toString()))
+    return str(fs.getFileStatus(hpath).getPath().toString()).rstrip("/"), files
 
 
 def read_lines(spark: Any, sources: Any) -> Any:
@@ -107,12 +138,9 @@ SPLIT_READ_BYTES = 128 << 20
 def task_slots(spark: Any) -> int:
     """How many tasks run at once: the cores of a local master, else Spark's default
     parallelism (the executors' cores on a cluster, unless set by hand)."""
-    from ._session import is_local_master, local_cores
+    from ._connect import session_parallelism
 
-    master = str(spark.sparkContext.master)
-    if is_local_master(master):
-        return local_cores(master)
-    return max(1, int(spark.sparkContext.defaultParallelism))
+    return session_parallelism(spark)
 
 
 def split_read(spark: Any, paths: Sequence[str]) -> bool:

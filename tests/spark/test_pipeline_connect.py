@@ -1,0 +1,188 @@
+"""`routing analyze --remote sc://HOST`: the pipeline on a Spark Connect server.
+
+A real server is started from the pyspark package's own jars (``SparkConnectServer``, as
+``sbin/start-connect-server.sh`` does) on a free loopback port. A Connect session cannot
+share a process with the classic session of the other Spark tests, so the client runs in
+child processes: the CLI itself, and a script asking a Python worker where its
+``routing`` came from (the artifact the client shipped, not the server's install).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from routing.cli._analyze import analyze_command
+from routing.pipeline import TABLES, analyze_local
+from routing.pipeline._connect import is_connect, remote_session, session_master
+from routing.pipeline._schema import sort_rows
+from routing.pipeline._session import SparkUnavailable
+from routing.sim import SimConfig, simulate
+
+pytest.importorskip("grpc", reason="needs pyspark's connect extra (grpcio)")
+
+AT = 900_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def connect_url(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark Connect server on ``local[2,2]``; its Python workers run this interpreter.
+    (``spark``: skips with the reason where Java or pyspark is missing.)"""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    port = _free_port()
+    logs = tmp_path_factory.mktemp("connect")
+    env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(logs))
+    env.pop("SPARK_REMOTE", None)
+    server = subprocess.Popen(
+        [str(home / "bin" / "spark-submit"), "--master", "local[2,2]",
+         "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+         "--name", "routing-tests-connect"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen: list[str] = []
+    try:
+        assert server.stderr is not None
+        for line in server.stderr:  # Spark logs at INFO to stderr until it listens
+            seen.append(line)
+            if "Spark Connect server started" in line:
+                break
+        else:
+            pytest.fail("the Spark Connect server did not start:\n" + "".join(seen[-30:]))
+        # keep reading its log so that it never blocks on a full pipe
+        threading.Thread(target=server.stderr.read, daemon=True).start()
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture(scope="module")
+def journals(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("journals")
+    result = simulate(SimConfig(groups=4, slaves=1, nameservers=3, duration_ms=1_800_000,
+                                seed=11, faults="heavy"))
+    for ns, text in result.journal_texts.items():
+        (root / f"{ns}.jsonl").write_text(text, encoding="utf-8")
+    (root / "summary.json").write_text("{}\n")  # skipped by the folder rule, as locally
+    return root
+
+
+def test_the_cli_on_a_connect_server_writes_the_reference_tables(
+        connect_url: str, journals: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    env.pop("SPARK_MASTER", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "from routing.cli import main; main()", "analyze",
+         str(journals), "--out", str(out), "--remote", connect_url, "--at", str(AT),
+         "--summary-json", str(tmp_path / "s.json")],
+        capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"on {connect_url}" in done.stdout
+    import pyarrow.parquet as pq
+
+    # the CLI reads the journal files and says on stderr what it skipped (as locally)
+    assert "skipped" in done.stderr and "summary.json" in done.stderr
+    expected = analyze_local([str(p) for p in sorted(journals.glob("*.jsonl"))], at=[AT])
+    for name, table in TABLES.items():
+        rows = pq.read_table(out / name).to_pylist()
+        assert sort_rows(table, rows) == expected[name], name
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert [ns["ns"] for ns in summary["name_servers"]] == ["ns-0", "ns-1", "ns-2"]
+
+
+_WHERE = """
+import sys
+from routing.pipeline._connect import is_connect, remote_session, session_master
+from routing.pipeline._spark_read import _expand, task_slots
+
+spark = remote_session(sys.argv[1])
+assert is_connect(spark)
+print("master", session_master(spark), "slots", task_slots(spark))
+
+def where(batches):
+    import pyarrow as pa
+    import routing
+    for _ in batches:
+        yield pa.RecordBatch.from_pylist([{"file": routing.__file__}])
+
+print("worker", spark.range(1).mapInArrow(where, "file string").collect()[0]["file"])
+# a URI is listed by the server (no JVM in this process), with the local rules
+print("listed", " ".join(f"{f.kind}:{f.path.rsplit('/', 1)[1]}"
+                         for f in _expand(spark, ["file://" + sys.argv[2]])))
+try:
+    _expand(spark, ["file://" + sys.argv[2] + "/nothing-here"])
+except FileNotFoundError as exc:
+    print("missing", exc)
+spark.stop()
+"""
+
+
+def test_the_server_replays_with_the_code_the_client_shipped(
+        connect_url: str, journals: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", _WHERE, connect_url, str(journals)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    assert lines["master"] == "local[2,2] slots 2"
+    assert "routing-pipeline.zip" in lines["worker"], lines["worker"]
+    assert lines["listed"] == ("text:ns-0.jsonl text:ns-1.jsonl text:ns-2.jsonl "
+                               "skipped:summary.json")
+    assert lines["missing"].startswith("no such journal file or folder: file://")
+
+
+def test_a_classic_session_is_not_a_connect_session(spark: Any) -> None:
+    assert not is_connect(spark)
+    assert session_master(spark) == "local[2,2]"
+
+
+def test_a_connect_session_next_to_a_classic_one_is_refused_in_one_sentence(
+        spark: Any, connect_url: str) -> None:
+    with pytest.raises(SparkUnavailable, match="needs a process of its own"):
+        remote_session(connect_url)
+
+
+def test_an_unreachable_server_is_named_at_once() -> None:
+    port = _free_port()  # nothing listens there
+    with pytest.raises(SparkUnavailable, match=f"127.0.0.1:{port}"):
+        remote_session(f"sc://127.0.0.1:{port}")
+
+
+def test_a_url_that_is_not_spark_connect_is_refused() -> None:
+    with pytest.raises(ValueError, match="sc://HOST"):
+        remote_session("http://127.0.0.1:15002")
+
+
+@pytest.mark.parametrize("extra", [["--local"], ["--master", "local[2]"],
+                                   ["--driver-memory", "2g"]])
+def test_remote_excludes_the_options_of_a_local_session(
+        extra: list[str], journals: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(analyze_command, [
+        str(journals), "--out", str(tmp_path / "o"), "--remote", "sc://127.0.0.1:1", *extra])
+    assert result.exit_code == 2
+    assert "--remote runs on a Spark Connect server" in result.output
