@@ -12,14 +12,15 @@ tree's RSS, sampled every 0.2 s; CPU seconds of the whole tree too). Spark runs 
 back from their Parquet files): a row with ``equal: false`` means the run is wrong.
 
 ``python -m benchmarks.bench_pipeline --records 10M`` (or ``--records 1M,10M``, ``--quick``;
-``--master 'local-cluster[2,1,1024]'`` or ``spark://127.0.0.1:7077``; ``--engines
-reference,spark``; ``--publish`` merges the rows into ``docs/benchmarks.json``) prints the
-rows as JSON lines. ``--single-ns --records 5M`` instead simulates one name server into one
-file of about that many records (300 groups, cached; about 20 minutes to simulate 5 M on a
-busy 2-core machine): the case where Spark reads one file in byte ranges
-(``read_tasks``); ``--split-read-bytes N`` overrides the size above which such a file is
-cut (0: always, when the files are fewer than the cores; a huge value: never), to compare
-the two reads. Not a timed test: 10 M records take several minutes per engine on 2 cores.
+``--master 'local-cluster[2,1,1024]'``, ``spark://127.0.0.1:7077`` or a Spark Connect
+server's ``sc://127.0.0.1:15002``, whose process the CPU and memory columns do not count;
+``--engines reference,spark``; ``--publish`` merges the rows into ``docs/benchmarks.json``)
+prints the rows as JSON lines. ``--single-ns --records 5M`` instead simulates one name
+server into one file of about that many records (300 groups, cached; about 20 minutes to
+simulate 5 M on a busy 2-core machine): the case where Spark reads one file in byte ranges
+(``read_tasks``); ``--split-read-bytes N`` overrides the size above which such a file is cut
+(0: always, when the files are fewer than the cores; a huge value: never), to compare the
+two reads. Not a timed test: 10 M records take several minutes per engine on 2 cores.
 """
 
 from __future__ import annotations
@@ -232,7 +233,12 @@ def _child(engine: str, path: str, out_dir: str, master: str,
 
             if split_read_bytes is not None:
                 _spark_read.SPLIT_READ_BYTES = split_read_bytes
-            spark = spark_session(master, app_name="bench-pipeline")
+            if master.startswith("sc://"):  # a Spark Connect server (not our child)
+                from routing.pipeline import remote_session
+
+                spark = remote_session(master)
+            else:
+                spark = spark_session(master, app_name="bench-pipeline")
             result["session_s"] = time.perf_counter() - started
             analysis = analyze(spark, path)
             analysis.write(str(out))
@@ -378,8 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", default=None, help="sizes, e.g. 1M,10M")
     parser.add_argument("--engines", default="reference,spark")
     parser.add_argument("--master", default=MASTER,
-                        help="Spark master [local[2,2]]; e.g. 'local-cluster[2,1,1024]' or "
-                             "spark://127.0.0.1:7077")
+                        help="Spark master [local[2,2]]; e.g. 'local-cluster[2,1,1024]', "
+                             "spark://127.0.0.1:7077, or sc://127.0.0.1:15002 (a Spark "
+                             "Connect server's URL: --remote)")
     parser.add_argument("--single-ns", action="store_true",
                         help="one name server in one simulated file of --records records")
     parser.add_argument("--split-read-bytes", type=int, default=None,

@@ -16,7 +16,12 @@ from rich.console import Console
 
 from ..pipeline._incidents import DEFAULT_GAP_MS
 from ..pipeline._inputs import InputCheck, InputError, check_inputs
-from ..pipeline._session import SparkUnavailable, default_master, spark_session
+from ..pipeline._session import (
+    SparkUnavailable,
+    default_master,
+    spark_session,
+    stop_session,
+)
 from ..pipeline._summary import (
     Summary,
     collect_rows,
@@ -193,7 +198,7 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
                    to_parquet_dir, incident_gap, outputs)
     finally:
         if owned:  # a clean stop: local-cluster executors otherwise die noisily at exit
-            spark.stop()
+            stop_session(spark)
 
 
 def _run_spark(spark: Any, console: Console, err: Console, master: str,

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from ..pipeline._report import write_report
-from ..pipeline._session import default_master, spark_session
+from ..pipeline._session import default_master, spark_session, stop_session
 from ..pipeline._summary import collect_rows, plural, render, summarize_rows
 from ..pipeline._timeline import draw_timeline
 from ..sim import SimConfig, simulate
@@ -100,7 +100,7 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
         analysis.unpersist()
     finally:
         if owned:
-            spark.stop()
+            stop_session(spark)
     console.print(f"tables:   {tables_dir}/<table>/*.parquet")
     console.print(f"report:   {page}  (picture: {png})", highlight=False, soft_wrap=True)
 
