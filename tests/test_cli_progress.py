@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from routing.cli._progress import SparkTasks
+from routing.cli._progress import ConnectTasks, SparkTasks
 
 
 class _Job(NamedTuple):
@@ -99,3 +99,44 @@ def test_a_stage_whose_info_went_missing_keeps_what_it_did() -> None:
     assert tasks.poll() == (3, 4)
     t.end(1)
     assert tasks.poll() == (3, 3)
+
+
+# --------------------------------------------------------------------------- Spark Connect
+
+
+class _StageInfo(NamedTuple):
+    """The fields of pyspark's Connect ``StageInfo`` that `ConnectTasks` reads."""
+
+    stage_id: int
+    num_tasks: int
+    num_completed_tasks: int
+    num_bytes_read: int = 0
+    done: bool = False
+
+
+def test_connect_operations_count_their_stages_once_and_skipped_ones_drop_out() -> None:
+    tasks = ConnectTasks()
+    assert tasks.poll() == (0, 0)
+    # an operation of two stages, reported while it runs
+    tasks([_StageInfo(0, 8, 3), _StageInfo(1, 4, 0)], 2, "op-a", False)
+    assert tasks.poll() == (3, 12)
+    # a second operation, from another thread, shares stage 1 (counted once)
+    tasks([_StageInfo(1, 4, 1), _StageInfo(2, 2, 0)], 1, "op-b", False)
+    assert tasks.poll() == (4, 14)
+    # a report never lowers what was seen completed
+    tasks([_StageInfo(0, 8, 2)], 2, "op-a", False)
+    assert tasks.poll() == (4, 14)
+    # op-a ends; stage 1 still counts whole, as op-b (running) shares it
+    tasks([_StageInfo(0, 8, 8), _StageInfo(1, 4, 1)], 0, "op-a", True)
+    assert tasks.poll() == (9, 14)
+    # op-b ends: stage 1 ran 1 of its tasks here, stage 2 was skipped (never ran): both
+    # count what ran, so the bar ends full
+    tasks([_StageInfo(1, 4, 1), _StageInfo(2, 2, 0)], 0, "op-b", True)
+    assert tasks.poll() == (9, 9)
+
+
+def test_connect_reports_without_stages_change_nothing() -> None:
+    tasks = ConnectTasks()
+    tasks(None, 0, None, False)
+    tasks([], 0, "op", True)
+    assert tasks.poll() == (0, 0)

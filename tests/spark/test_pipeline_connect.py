@@ -123,6 +123,13 @@ from routing.pipeline._spark_read import _expand, task_slots
 
 spark = remote_session(sys.argv[1])
 assert is_connect(spark)
+from routing.cli._progress import ConnectTasks
+
+tasks = ConnectTasks()  # what the CLI's bar counts on a terminal
+spark.registerProgressHandler(tasks)
+spark.range(0, 1000, 1, 6).selectExpr("id % 7 AS k").groupBy("k").count().collect()
+spark.removeProgressHandler(tasks)
+print("tasks", *tasks.poll())
 print("master", session_master(spark), "slots", task_slots(spark))
 
 def where(batches):
@@ -150,6 +157,8 @@ def test_the_server_replays_with_the_code_the_client_shipped(
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
     assert lines["master"] == "local[2,2] slots 2"
+    done, total = map(int, lines["tasks"].split())
+    assert done == total >= 6, lines["tasks"]  # the server reported the job's stages
     assert "routing-pipeline.zip" in lines["worker"], lines["worker"]
     assert lines["listed"] == ("text:ns-0.jsonl text:ns-1.jsonl text:ns-2.jsonl "
                                "skipped:summary.json")

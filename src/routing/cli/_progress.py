@@ -2,9 +2,10 @@
 get nothing else).
 
 On a terminal: one live rich bar for the whole run — the step, done of total (Spark tasks,
-polled from Spark's status tracker, see `SparkTasks`; or journal bytes read by
-``--local``'s reader, a total known from the start), the rate and the time left; each step
-is also printed as a line with the elapsed time. Elsewhere (a file, a pipe, cron, CI): one
+polled from Spark's status tracker, see `SparkTasks`, or reported by a Spark Connect
+server, `ConnectTasks`; or journal bytes read by ``--local``'s reader, a total known from
+the start), the rate and the time left; each step is also printed as a line with the
+elapsed time. Elsewhere (a file, a pipe, cron, CI): one
 plain line per step, ``[  12.3 s] step``, and nothing else.
 """
 
@@ -124,15 +125,51 @@ class SparkTasks:
         return done, sum(totals.values())
 
 
+class ConnectTasks:
+    """Tasks done and to do of a Spark Connect session's operations since it was
+    registered (``spark.registerProgressHandler(tasks)``): the server reports each
+    operation's stages (tasks, completed tasks) as it runs, every
+    ``spark.connect.progress.reportInterval``. The counts follow `SparkTasks`'s rules: a
+    stage counts once whatever operations share it, its total is its tasks while its
+    operation runs and the tasks that ran once the operation has ended (a skipped stage
+    drops out). Thread-safe: operations run from several threads (the background sweep)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stages: dict[int, tuple[int, int]] = {}  # stage id: (tasks, most completed)
+        self._operations: dict[int, set[str]] = {}  # stage id: operations reporting it
+        self._ended: set[str] = set()  # operations that have ended
+
+    def __call__(self, stages: Any, inflight_tasks: int, operation_id: str | None,
+                 done: bool) -> None:
+        operation = operation_id or ""
+        with self._lock:
+            for stage in stages or ():
+                ran = max(self._stages.get(stage.stage_id, (0, 0))[1],
+                          stage.num_completed_tasks)
+                self._stages[stage.stage_id] = (stage.num_tasks, ran)
+                self._operations.setdefault(stage.stage_id, set()).add(operation)
+            if done:
+                self._ended.add(operation)
+
+    def poll(self) -> tuple[int, int]:
+        """(done, total) tasks of the operations reported so far."""
+        with self._lock:
+            done = sum(min(ran, n) for n, ran in self._stages.values())
+            total = sum(ran if self._operations[sid] <= self._ended else max(n, ran)
+                        for sid, (n, ran) in self._stages.items())
+        return done, total
+
+
 @contextmanager
 def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[str], None]]:
     """A step reporter for a Spark run (see the module's doc); yields ``say(step)``. The
-    bar counts the tasks of the Spark jobs started so far (`SparkTasks`); on Spark Connect,
-    which has no status tracker for the client, it shows the steps only."""
+    bar counts the tasks of the Spark jobs started so far (`SparkTasks`; on Spark Connect,
+    which has no status tracker for the client, those the server reports: `ConnectTasks`)."""
     with RunProgress(console) as progress:
         stop = threading.Event()
 
-        def poll(tasks: SparkTasks) -> None:
+        def poll(tasks: SparkTasks | ConnectTasks) -> None:
             while not stop.wait(0.3):
                 try:
                     done, total = tasks.poll()
@@ -142,9 +179,14 @@ def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[st
                     progress.update(done, total, "tasks so far")
 
         thread = None
-        if progress.live and spark is not None and not is_connect(spark):
-            # before the first step: the jobs known now belong to earlier runs
-            tasks = SparkTasks(spark.sparkContext.statusTracker())
+        handler: ConnectTasks | None = None
+        if progress.live and spark is not None:
+            tasks: SparkTasks | ConnectTasks
+            if is_connect(spark):  # no status tracker: the server reports progress
+                tasks = handler = ConnectTasks()
+                spark.registerProgressHandler(handler)
+            else:  # before the first step: the jobs known now belong to earlier runs
+                tasks = SparkTasks(spark.sparkContext.statusTracker())
             thread = threading.Thread(target=poll, args=(tasks,), daemon=True)
             thread.start()
         try:
@@ -153,6 +195,8 @@ def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[st
             stop.set()
             if thread is not None:
                 thread.join(timeout=2)
+            if handler is not None:
+                spark.removeProgressHandler(handler)
 
 
 def counted_sources(files: Sequence[InputFile], total_bytes: int,
