@@ -157,8 +157,8 @@ def test_the_server_replays_with_the_code_the_client_shipped(
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
     assert lines["master"] == "local[2,2] slots 2"
-    done, total = map(int, lines["tasks"].split())
-    assert done == total >= 6, lines["tasks"]  # the server reported the job's stages
+    ran, planned = map(int, lines["tasks"].split())
+    assert ran == planned >= 6, lines["tasks"]  # the server reported the job's stages
     assert "routing-pipeline.zip" in lines["worker"], lines["worker"]
     assert lines["listed"] == ("text:ns-0.jsonl text:ns-1.jsonl text:ns-2.jsonl "
                                "skipped:summary.json")
@@ -195,3 +195,18 @@ def test_remote_excludes_the_options_of_a_local_session(
         str(journals), "--out", str(tmp_path / "o"), "--remote", "sc://127.0.0.1:1", *extra])
     assert result.exit_code == 2
     assert "--remote runs on a Spark Connect server" in result.output
+
+
+def test_spark_remote_in_the_environment_yields_to_a_local_run_asked_for(
+        journals: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")  # nothing listens there
+    result = CliRunner().invoke(analyze_command, [
+        str(journals), "--out", str(tmp_path / "o"), "--local"])
+    assert result.exit_code == 0, result.output
+    assert "SPARK_REMOTE" not in os.environ  # pyspark's builder will not see it either
+    assert (tmp_path / "o" / "sessions").is_dir()
+    # without a local option, $SPARK_REMOTE is the server to use
+    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")
+    result = CliRunner().invoke(analyze_command, [str(journals), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 1
+    assert "no Spark Connect server answered at sc://127.0.0.1:1" in result.output

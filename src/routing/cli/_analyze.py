@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -98,6 +99,21 @@ def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
         console.print(f"report: {page} (picture: {png})", highlight=False, soft_wrap=True)
 
 
+def _remote(remote: str | None, local_options: bool) -> str | None:
+    """``--remote``, unless it came from ``$SPARK_REMOTE`` while the command line asks for a
+    session of its own (``--local``, ``--master``, ``--driver-memory``): then the command
+    line wins and ``SPARK_REMOTE`` is dropped from this process's environment (pyspark's
+    builder would otherwise open a Connect session). Both on the command line: an error."""
+    if remote is None or not local_options:
+        return remote
+    source = click.get_current_context().get_parameter_source("remote")
+    if source is click.core.ParameterSource.ENVIRONMENT:
+        os.environ.pop("SPARK_REMOTE", None)
+        return None
+    raise click.UsageError("--remote runs on a Spark Connect server: drop --local, "
+                           "--master and --driver-memory (the server's settings)")
+
+
 @click.command("analyze")
 @click.argument("journals", nargs=-1, required=True)
 @click.option("--out", "out_dir", default=None,
@@ -149,9 +165,7 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
         raise click.BadParameter("must be 0 or more", param_hint="--incident-gap")
     if local_engine and to_parquet_dir is not None:
         raise click.UsageError("--to-parquet needs Spark; drop --local")
-    if remote is not None and (local_engine or master is not None or driver_memory):
-        raise click.UsageError("--remote runs on a Spark Connect server: drop --local, "
-                               "--master and --driver-memory (the server's settings)")
+    remote = _remote(remote, local_engine or master is not None or bool(driver_memory))
     check = _check(journals, err)  # before any Spark session starts
     sources = check.paths() if check.skipped else list(journals)
     outputs: dict[str, Any] = {"report": report, "summary_json": summary_json}
