@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from routing.pipeline._session import LEAN_JAVA_OPTIONS, LEAN_JVM_ENV, java_options
+from routing.pipeline._session import (
+    LEAN_JAVA_OPTIONS,
+    LEAN_JVM_ENV,
+    SparkUnavailable,
+    java_options,
+    spark_session,
+)
 
 LOG4J = Path("/tmp/log4j2.properties")
 ARCHIVE = "-XX:SharedArchiveFile=/cache/a.jsa -Xlog:cds=off"
@@ -51,3 +57,11 @@ def test_local_masters_spill_sorts_early_and_use_loopback():
     assert settings["spark.driver.bindAddress"] == "127.0.0.1"
     assert settings["spark.executorEnv.PYSPARK_PYTHON"] == sys.executable
     assert local_settings("local-cluster[2,1,1024]", 3)["spark.default.parallelism"] == "3"
+
+
+def test_spark_session_refuses_to_run_while_spark_remote_is_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyspark")
+    monkeypatch.setenv("SPARK_REMOTE", "sc://somewhere:15002")
+    with pytest.raises(SparkUnavailable, match=r"SPARK_REMOTE is set \(sc://somewhere:15002\)"):
+        spark_session("local[1]")

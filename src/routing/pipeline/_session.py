@@ -286,11 +286,18 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
     ``for_tests``). ``ship_code`` (default: for
     non-local masters) sends ``routing`` and its pure-Python dependencies to the executors
     (`ship_package`). ``conf`` entries win over ours.
-    Raises `SparkUnavailable` when Java 17+ or pyspark is missing. If a session is already
-    running in this process, `getOrCreate` returns it and these settings are not re-applied
-    to the JVM (runtime SQL settings still are).
+    Raises `SparkUnavailable` when Java 17+ or pyspark is missing, or when ``$SPARK_REMOTE``
+    is set (pyspark would then open a Spark Connect session whatever the master: use
+    `remote_session`, or unset it). If a session is already running in this process,
+    `getOrCreate` returns it and these settings are not re-applied to the JVM (runtime SQL
+    settings still are).
     """
     check_pyspark()
+    if os.environ.get("SPARK_REMOTE"):
+        raise SparkUnavailable(
+            f"SPARK_REMOTE is set ({os.environ['SPARK_REMOTE']}): pyspark would open a Spark "
+            "Connect session instead; use remote_session() (routing analyze --remote) or "
+            "unset it")
     java = check_java()
     from pyspark.sql import SparkSession
 
