@@ -41,9 +41,12 @@ def test_a_field_no_row_names_is_null_and_extra_keys_are_ignored() -> None:
         {"name": None, "count": 2, "flag": None, "share": None, "groups": None}]
 
 
-def test_a_wrong_type_is_refused_as_from_pylist_refuses_it() -> None:
-    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError, TypeError)):
-        arrow_batch([{"count": "seven"}], SCHEMA)
+def test_a_wrong_type_is_refused_as_from_pylist_refuses_it_naming_the_field() -> None:
+    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)) as caught:
+        arrow_batch([{"name": "a"}, {"count": "seven"}], SCHEMA)
+    assert str(caught.value).startswith("count: ")
+    with pytest.raises(OverflowError, match=r"^count: "):
+        arrow_batch([{"count": 2**64}], SCHEMA)
 
 
 def test_a_table_schema_round_trips() -> None:

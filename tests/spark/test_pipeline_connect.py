@@ -1,10 +1,10 @@
 """`routing analyze --remote sc://HOST`: the pipeline on a Spark Connect server.
 
 A real server is started from the pyspark package's own jars (``SparkConnectServer``, as
-``sbin/start-connect-server.sh`` does) on a free loopback port. A Connect session cannot
-share a process with the classic session of the other Spark tests, so the client runs in
-child processes: the CLI itself, and a script asking a Python worker where its
-``routing`` came from (the artifact the client shipped, not the server's install).
+``sbin/start-connect-server.sh`` does) on a free loopback port. The client runs as users
+run it, in child processes: the CLI itself, and a script asking a Python worker where its
+``routing`` came from (the artifact the client shipped, not the server's install); one
+test opens a Connect session beside this process's classic one.
 """
 
 from __future__ import annotations
@@ -20,13 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from routing.cli._analyze import analyze_command
 from routing.pipeline import TABLES, analyze_local
 from routing.pipeline._connect import is_connect, remote_session, session_master
 from routing.pipeline._schema import sort_rows
-from routing.pipeline._session import SparkUnavailable
 from routing.sim import SimConfig, simulate
 
 pytest.importorskip("grpc", reason="needs pyspark's connect extra (grpcio)")
@@ -51,7 +48,8 @@ def connect_url(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     logs = tmp_path_factory.mktemp("connect")
     env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(logs))
-    env.pop("SPARK_REMOTE", None)
+    for name in ("SPARK_REMOTE", "SPARK_CONF_DIR"):  # Spark's own log4j: INFO to stderr
+        env.pop(name, None)
     server = subprocess.Popen(
         [str(home / "bin" / "spark-submit"), "--master", "local[2,2]",
          "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
@@ -61,16 +59,20 @@ def connect_url(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
          "--name", "routing-tests-connect"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: list[str] = []
-    try:
+    started = threading.Event()
+
+    def read_log() -> None:  # until the server ends: it never blocks on a full pipe
         assert server.stderr is not None
-        for line in server.stderr:  # Spark logs at INFO to stderr until it listens
-            seen.append(line)
-            if "Spark Connect server started" in line:
-                break
-        else:
+        for line in server.stderr:
+            if not started.is_set():
+                seen.append(line)
+                if "Spark Connect server started" in line:
+                    started.set()
+
+    threading.Thread(target=read_log, daemon=True).start()
+    try:
+        if not started.wait(timeout=180) or server.poll() is not None:
             pytest.fail("the Spark Connect server did not start:\n" + "".join(seen[-30:]))
-        # keep reading its log so that it never blocks on a full pipe
-        threading.Thread(target=server.stderr.read, daemon=True).start()
         yield f"sc://127.0.0.1:{port}"
     finally:
         server.terminate()
@@ -146,6 +148,19 @@ try:
     _expand(spark, ["file://" + sys.argv[2] + "/nothing-here"])
 except FileNotFoundError as exc:
     print("missing", exc)
+import os, tempfile
+root = tempfile.mkdtemp()
+os.makedirs(root + "/nested/a/b")
+os.makedirs(root + "/empty")
+with open(root + "/nested/a/b/x.jsonl", "w") as f:
+    f.write("{}" + chr(10))
+given = "file://" + root
+print("nested", *[f.path[len(given):] for f in _expand(spark, [given + "//nested/"])])
+print("empty", len(_expand(spark, ["file://" + root + "/empty"])))
+# local[*] on a server means the server's cores: asked with a job, not this machine's
+import routing.pipeline._connect as connect
+connect.session_master = lambda session: "local[*]"
+print("asked", connect.session_parallelism(spark))
 spark.stop()
 """
 
@@ -163,6 +178,9 @@ def test_the_server_replays_with_the_code_the_client_shipped(
     assert lines["listed"] == ("text:ns-0.jsonl text:ns-1.jsonl text:ns-2.jsonl "
                                "skipped:summary.json")
     assert lines["missing"].startswith("no such journal file or folder: file://")
+    assert lines["nested"] == "//nested/a/b/x.jsonl"  # as given, normalised when compared
+    assert lines["empty"] == "0"
+    assert lines["asked"] == "2"  # the server's local[2,2]
 
 
 def test_a_classic_session_is_not_a_connect_session(spark: Any) -> None:
@@ -170,43 +188,12 @@ def test_a_classic_session_is_not_a_connect_session(spark: Any) -> None:
     assert session_master(spark) == "local[2,2]"
 
 
-def test_a_connect_session_next_to_a_classic_one_is_refused_in_one_sentence(
+def test_a_connect_session_runs_beside_the_classic_one_of_this_process(
         spark: Any, connect_url: str) -> None:
-    with pytest.raises(SparkUnavailable, match="needs a process of its own"):
-        remote_session(connect_url)
-
-
-def test_an_unreachable_server_is_named_at_once() -> None:
-    port = _free_port()  # nothing listens there
-    with pytest.raises(SparkUnavailable, match=f"127.0.0.1:{port}"):
-        remote_session(f"sc://127.0.0.1:{port}")
-
-
-def test_a_url_that_is_not_spark_connect_is_refused() -> None:
-    with pytest.raises(ValueError, match="sc://HOST"):
-        remote_session("http://127.0.0.1:15002")
-
-
-@pytest.mark.parametrize("extra", [["--local"], ["--master", "local[2]"],
-                                   ["--driver-memory", "2g"]])
-def test_remote_excludes_the_options_of_a_local_session(
-        extra: list[str], journals: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(analyze_command, [
-        str(journals), "--out", str(tmp_path / "o"), "--remote", "sc://127.0.0.1:1", *extra])
-    assert result.exit_code == 2
-    assert "--remote runs on a Spark Connect server" in result.output
-
-
-def test_spark_remote_in_the_environment_yields_to_a_local_run_asked_for(
-        journals: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")  # nothing listens there
-    result = CliRunner().invoke(analyze_command, [
-        str(journals), "--out", str(tmp_path / "o"), "--local"])
-    assert result.exit_code == 0, result.output
-    assert "SPARK_REMOTE" not in os.environ  # pyspark's builder will not see it either
-    assert (tmp_path / "o" / "sessions").is_dir()
-    # without a local option, $SPARK_REMOTE is the server to use
-    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")
-    result = CliRunner().invoke(analyze_command, [str(journals), "--out", str(tmp_path / "p")])
-    assert result.exit_code == 1
-    assert "no Spark Connect server answered at sc://127.0.0.1:1" in result.output
+    session = remote_session(connect_url, ship_code=False)
+    try:
+        assert is_connect(session) and not is_connect(spark)
+        assert session.range(5).count() == 5
+        assert spark.range(7).count() == 7  # the classic session is untouched
+    finally:
+        session.stop()

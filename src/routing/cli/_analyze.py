@@ -99,15 +99,23 @@ def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
         console.print(f"report: {page} (picture: {png})", highlight=False, soft_wrap=True)
 
 
-def _remote(remote: str | None, local_options: bool) -> str | None:
-    """``--remote``, unless it came from ``$SPARK_REMOTE`` while the command line asks for a
-    session of its own (``--local``, ``--master``, ``--driver-memory``): then the command
-    line wins and ``SPARK_REMOTE`` is dropped from this process's environment (pyspark's
-    builder would otherwise open a Connect session). Both on the command line: an error."""
-    if remote is None or not local_options:
+def _remote(remote: str | None, *, local_engine: bool, master: str | None,
+            driver_memory: str | None) -> str | None:
+    """The Spark Connect URL to run on, or None. The command line wins over the
+    environment: ``--remote`` beside ``--local``, ``--master`` or ``--driver-memory`` given
+    on the command line is an error; a ``$SPARK_REMOTE`` beside them yields (and is
+    dropped from this process's environment, or pyspark's builder would open a Connect
+    session anyway); ``--remote`` (or ``$SPARK_REMOTE``) wins over a ``$SPARK_MASTER``."""
+    if remote is None:
+        return None
+    source = click.get_current_context().get_parameter_source
+
+    def given(name: str, value: object) -> bool:
+        return bool(value) and source(name) is click.core.ParameterSource.COMMANDLINE
+
+    if not (local_engine or given("master", master) or given("driver_memory", driver_memory)):
         return remote
-    source = click.get_current_context().get_parameter_source("remote")
-    if source is click.core.ParameterSource.ENVIRONMENT:
+    if source("remote") is click.core.ParameterSource.ENVIRONMENT:
         os.environ.pop("SPARK_REMOTE", None)
         return None
     raise click.UsageError("--remote runs on a Spark Connect server: drop --local, "
@@ -165,7 +173,8 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
         raise click.BadParameter("must be 0 or more", param_hint="--incident-gap")
     if local_engine and to_parquet_dir is not None:
         raise click.UsageError("--to-parquet needs Spark; drop --local")
-    remote = _remote(remote, local_engine or master is not None or bool(driver_memory))
+    remote = _remote(remote, local_engine=local_engine, master=master,
+                     driver_memory=driver_memory)
     check = _check(journals, err)  # before any Spark session starts
     sources = check.paths() if check.skipped else list(journals)
     outputs: dict[str, Any] = {"report": report, "summary_json": summary_json}
@@ -191,10 +200,12 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
         console.print(f"tables: {out_dir} ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
         _outputs(Path(out_dir), summary, rows, console, **outputs)
         return
-    master = remote or master or default_master()
+    master = master or default_master()
     try:
         if remote is not None:
-            from ..pipeline._connect import remote_session
+            from ..pipeline._connect import redacted, remote_session
+
+            master = redacted(remote)  # what the output names: no token
 
             owned = True  # a Connect session of our own: stop() ends it on the server
             spark = remote_session(remote)

@@ -6,9 +6,11 @@ no status tracker. The pipeline needs only DataFrames, ``mapInArrow``, ``persist
 ``toArrow``, which Connect has; the few places that asked the driver's JVM go through the
 functions here instead:
 
-* `session_master`: the server's ``spark.master`` (a configuration read);
+* `session_master` and `session_parallelism`: the server's ``spark.master`` (a
+  configuration read) and how many tasks it runs at once (one tiny job, remembered);
 * `is_connect`: whether ``spark`` is such a session (the background sweep then runs in the
-  server's default scheduler pool, and the CLI shows steps without a task bar);
+  server's default scheduler pool, and the CLI's bar counts the tasks the server reports:
+  ``cli/_progress.ConnectTasks``);
 * `remote_session`: connects, sets the runtime SQL settings `spark_session` sets, and
   ships this install's ``routing`` (with ``attrs``) as a Python artifact of the session
   (``addArtifacts(..., pyfile=True)``), so the server's Python workers replay with the
@@ -20,7 +22,11 @@ same machine, or storage mounted at the same path), as for ``--master spark://``
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from ._session import (
     ARROW_BATCH_BYTES,
@@ -34,11 +40,16 @@ from ._session import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CONNECT_EXTRA", "is_connect", "remote_session", "session_master",
+__all__ = ["CONNECT_EXTRA", "is_connect", "redacted", "remote_session", "session_master",
            "session_parallelism"]
 
 #: What to install for `remote_session` (pyspark's ``connect`` extra: grpcio and friends).
 CONNECT_EXTRA = "pip install 'rocketmq-routing[connect]'"
+#: Spark Connect's port when the URL names none.
+DEFAULT_CONNECT_PORT = 15002
+#: Seconds `remote_session` waits for the server's port to accept a connection (the client
+#: itself retries an unreachable server for minutes before it says so).
+CONNECT_TIMEOUT_S = 5.0
 
 #: The runtime SQL settings `remote_session` sets (as `spark_session` does locally).
 _SQL_SETTINGS = {
@@ -46,6 +57,8 @@ _SQL_SETTINGS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES),
 }
+#: Task slots of the Connect sessions asked so far, by session id.
+_PARALLELISM: dict[str, int] = {}
 
 
 def is_connect(spark: Any) -> bool:
@@ -63,49 +76,91 @@ def session_master(spark: Any) -> str:
 
 def session_parallelism(spark: Any) -> int:
     """How many tasks run at once: the cores of a local master, else Spark's default
-    parallelism (the executors' cores on a cluster, unless set by hand; on a Connect
-    server its ``spark.default.parallelism`` setting, 2 when unset: the client cannot ask
-    the scheduler)."""
+    parallelism (the executors' cores on a cluster, unless set by hand). A Connect client
+    cannot ask the scheduler, and ``local[*]`` there means the server's cores, not
+    this machine's: it runs one tiny job instead (a range split by the default
+    parallelism; its highest partition id), once per session."""
+    if not is_connect(spark):
+        master = str(spark.sparkContext.master)
+        if is_local_master(master):
+            return local_cores(master)
+        return max(1, int(spark.sparkContext.defaultParallelism))
     master = session_master(spark)
-    if is_local_master(master):
+    if is_local_master(master) and "*" not in master:
         return local_cores(master)
-    if is_connect(spark):
-        return max(1, int(spark.conf.get("spark.default.parallelism", None) or 2))
-    return max(1, int(spark.sparkContext.defaultParallelism))
+    key = str(getattr(spark, "session_id", id(spark)))
+    if key not in _PARALLELISM:
+        from pyspark.sql import functions as F
+
+        # (projected first: an aggregate may not take the nondeterministic id directly)
+        top = (spark.range(1 << 16).select(F.spark_partition_id().alias("p"))
+               .agg(F.max("p")).first()[0])
+        _PARALLELISM[key] = max(1, int(top) + 1)
+    return _PARALLELISM[key]
 
 
-#: Spark Connect's port when the URL names none.
-DEFAULT_CONNECT_PORT = 15002
-#: Seconds `remote_session` waits for the server's port to accept a connection (the client
-#: itself retries an unreachable server for minutes before it says so).
-CONNECT_TIMEOUT_S = 5.0
+def redacted(remote: str) -> str:
+    """``remote`` as ``sc://HOST:PORT``, without its parameters (a token, a user id): what
+    messages and output may show."""
+    where = urlparse("http" + remote[2:]) if remote.startswith("sc://") else None
+    if where is None or where.hostname is None:
+        return "sc://…"
+    try:
+        port = where.port or DEFAULT_CONNECT_PORT
+    except ValueError:
+        return f"sc://{where.hostname}:…"
+    host = f"[{where.hostname}]" if ":" in where.hostname else where.hostname
+    return f"sc://{host}:{port}"
+
+
+def _address(remote: str) -> tuple[str, int]:
+    """(host, port) of a Spark Connect URL ``sc://HOST[:PORT][/;param=value...]``, parsed
+    as pyspark's channel builder does; `ValueError` naming ``remote`` (redacted) if it is
+    not one."""
+    shown = redacted(remote)
+    if not remote.startswith("sc://"):
+        raise ValueError(f"remote must be a Spark Connect URL sc://HOST[:PORT], got "
+                         f"{remote.split(';', 1)[0]!r}")
+    where = urlparse("http" + remote[2:])
+    if not where.hostname:
+        raise ValueError(f"remote {shown} names no host (sc://HOST[:PORT])")
+    if where.path not in ("", "/") or where.query or where.fragment:
+        raise ValueError(f"remote {shown}: only parameters may follow the host "
+                         f"(sc://HOST[:PORT]/;name=value)")
+    try:
+        port = where.port or DEFAULT_CONNECT_PORT
+    except ValueError:
+        raise ValueError(f"remote {shown}: the port is not a number from 0 to 65535") \
+            from None
+    return where.hostname, port
 
 
 def _check_listening(remote: str) -> None:
     """`SparkUnavailable` unless something accepts TCP connections at ``remote``'s host and
     port within `CONNECT_TIMEOUT_S`."""
     import socket
-    from urllib.parse import urlparse
 
-    where = urlparse("http://" + remote[len("sc://"):].split("/", 1)[0].split(";", 1)[0])
-    host, port = where.hostname or "localhost", where.port or DEFAULT_CONNECT_PORT
+    host, port = _address(remote)
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as exc:
-        raise SparkUnavailable(
-            f"no Spark Connect server answered at {remote} ({host}:{port}: {exc})") from None
+        raise SparkUnavailable(f"no Spark Connect server answered at {redacted(remote)} "
+                               f"({host}:{port}: {exc})") from None
 
 
 def remote_session(remote: str, *, ship_code: bool = True) -> SparkSession:
-    """A session of the Spark Connect server at ``remote`` (``sc://HOST[:PORT]``, Spark's
-    connection string), set up for `analyze`: session time zone UTC, Arrow on, Arrow batches
-    of at most `ARROW_BATCH_BYTES`, and (``ship_code``) this install's ``routing`` and
-    ``attrs`` added as a Python artifact of the session (`package_zip`). Raises
-    `SparkUnavailable` when pyspark or its ``connect`` extra is missing, or the server does
-    not answer."""
+    """A new session of the Spark Connect server at ``remote`` (``sc://HOST[:PORT]``,
+    Spark's connection string, parameters such as ``/;token=...`` included), set up for
+    `analyze`: session time zone UTC, Arrow on, Arrow batches of at most
+    `ARROW_BATCH_BYTES`, and (``ship_code``) this install's ``routing`` and ``attrs`` added
+    as a Python artifact of the session (`package_zip`). Raises `ValueError` for a URL that
+    is not Spark Connect's, and `SparkUnavailable` when pyspark or its ``connect`` extra is
+    missing, nothing listens there, or the server refuses; a session opened before the
+    failure is stopped. Messages never show the URL's parameters (`redacted`). A new
+    session each call (``builder.remote(...).create()``), so it may run beside a classic
+    session of this process (which ``getOrCreate`` would refuse) or another server's."""
     check_pyspark()
-    if not remote.startswith("sc://"):
-        raise ValueError(f"remote must be a Spark Connect URL sc://HOST[:PORT], got {remote!r}")
+    _address(remote)
     try:
         import grpc  # noqa: F401  (pyspark's connect extra)
     except ImportError:
@@ -114,17 +169,19 @@ def remote_session(remote: str, *, ship_code: bool = True) -> SparkSession:
     _check_listening(remote)
     from pyspark.sql import SparkSession
 
+    session: SparkSession | None = None
     try:
-        session: SparkSession = SparkSession.builder.remote(remote).getOrCreate()
+        session = SparkSession.builder.remote(remote).create()
         for key, value in _SQL_SETTINGS.items():
             session.conf.set(key, value)
+        if ship_code:
+            with tempfile.TemporaryDirectory(prefix="routing-ship-") as folder:
+                session.addArtifacts(str(package_zip(Path(folder))), pyfile=True)
     except Exception as exc:  # pyspark's and grpc's errors: keep them one sentence
+        if session is not None:
+            with contextlib.suppress(Exception):  # the first error is the one to report
+                session.stop()
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if "SESSION_ALREADY_EXIST" in first:
-            raise SparkUnavailable(
-                "a classic Spark session runs in this process: a Spark Connect session "
-                "needs a process of its own") from None
-        raise SparkUnavailable(f"Spark Connect at {remote} failed: {first}") from None
-    if ship_code:
-        session.addArtifacts(str(package_zip()), pyfile=True)
+        raise SparkUnavailable(f"Spark Connect at {redacted(remote)} failed: "
+                               f"{first.replace(remote, redacted(remote))}") from None
     return session

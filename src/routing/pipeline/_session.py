@@ -293,11 +293,10 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
     settings still are).
     """
     check_pyspark()
-    if os.environ.get("SPARK_REMOTE"):
+    if "SPARK_REMOTE" in os.environ:
         raise SparkUnavailable(
-            f"SPARK_REMOTE is set ({os.environ['SPARK_REMOTE']}): pyspark would open a Spark "
-            "Connect session instead; use remote_session() (routing analyze --remote) or "
-            "unset it")
+            "SPARK_REMOTE is set: pyspark would open a Spark Connect session instead; use "
+            "remote_session() (routing analyze --remote) or unset it")
     java = check_java()
     from pyspark.sql import SparkSession
 
@@ -342,6 +341,10 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
     for key, value in settings.items():
         builder = builder.config(key, value)
     session: SparkSession = builder.getOrCreate()
+    if type(session).__module__.startswith("pyspark.sql.connect"):  # SPARK_API_MODE & co.
+        raise SparkUnavailable(
+            "pyspark opened a Spark Connect session (its environment asks for Connect: "
+            "SPARK_CONNECT_MODE_ENABLED or SPARK_API_MODE); use remote_session() instead")
     session.sparkContext.setLogLevel("ERROR")
     if ship_code if ship_code is not None else not local:
         ship_package(session)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import gzip
 import os
+import posixpath
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import attrs
 
@@ -78,10 +79,11 @@ def _expand(spark: Any, paths: Sequence[str]) -> list[InputFile]:
 
 
 def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
-    """None if the URI ``path`` names a file; for a folder, its qualified name and the
-    qualified names of every file under it. Through Hadoop's FileSystem in the driver's
-    JVM, or on Spark Connect (no JVM here) through the server: the paths of a
-    ``binaryFile`` scan that reads no content (Spark's listing already leaves out names
+    """None if the URI ``path`` names a file; for a folder, its name and the names of every
+    file under it, comparable by prefix. Through Hadoop's FileSystem in the driver's JVM
+    (qualified names), or on Spark Connect (no JVM here) through the server: the paths of
+    a ``binaryFile`` scan that reads no content, compared by their path parts, normalised
+    (Spark qualifies ``file:///x`` as ``file:/x``; its listing already leaves out names
     starting with ``_`` or ``.``, which `_expand` leaves out too). Raises
     `FileNotFoundError` if nothing is there."""
     from ._connect import is_connect
@@ -95,9 +97,8 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
             if "PATH_NOT_FOUND" in str(exc):
                 raise FileNotFoundError(f"no such journal file or folder: {path}") from None
             raise
-        # compared by their path parts: Spark qualifies names (file:/x for file:///x)
-        base = urlparse(path).path.rstrip("/")
-        parts = [urlparse(f).path for f in files]
+        base = _path_part(path)
+        parts = [_path_part(f) for f in files]
         if parts == [base]:
             return None  # the path itself: a file
         return base, parts
@@ -114,6 +115,13 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
     while iterator.hasNext():
         files.append(str(iterator.next().getPath().toString()))
     return str(fs.getFileStatus(hpath).getPath().toString()).rstrip("/"), files
+
+
+def _path_part(uri: str) -> str:
+    """A URI without its scheme and authority, normalised (``file:///a//b/`` and
+    ``file:/a/b`` both give ``/a/b``; ``?`` and ``#`` are part of the name). O(len)."""
+    rest = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?", "", uri)
+    return posixpath.normpath(rest) if rest else "/"
 
 
 def read_lines(spark: Any, sources: Any) -> Any:
