@@ -149,16 +149,18 @@ def _check_listening(remote: str) -> None:
 
 
 def remote_session(remote: str, *, ship_code: bool = True) -> SparkSession:
-    """A new session of the Spark Connect server at ``remote`` (``sc://HOST[:PORT]``,
+    """A session of the Spark Connect server at ``remote`` (``sc://HOST[:PORT]``,
     Spark's connection string, parameters such as ``/;token=...`` included), set up for
     `analyze`: session time zone UTC, Arrow on, Arrow batches of at most
     `ARROW_BATCH_BYTES`, and (``ship_code``) this install's ``routing`` and ``attrs`` added
     as a Python artifact of the session (`package_zip`). Raises `ValueError` for a URL that
     is not Spark Connect's, and `SparkUnavailable` when pyspark or its ``connect`` extra is
-    missing, nothing listens there, or the server refuses; a session opened before the
-    failure is stopped. Messages never show the URL's parameters (`redacted`). A new
-    session each call (``builder.remote(...).create()``), so it may run beside a classic
-    session of this process (which ``getOrCreate`` would refuse) or another server's."""
+    missing, nothing listens there, a classic session runs in this process, or the server
+    refuses; a session opened before the failure is stopped. Messages never show the
+    URL's parameters (`redacted`). The session is pyspark's ``getOrCreate``'s: a process
+    holds one, and never beside a classic session (pyspark then switches
+    ``pyspark.sql.functions`` to Connect's columns for the whole process, which breaks the
+    classic session: seen in this project's tests)."""
     check_pyspark()
     _address(remote)
     try:
@@ -171,7 +173,7 @@ def remote_session(remote: str, *, ship_code: bool = True) -> SparkSession:
 
     session: SparkSession | None = None
     try:
-        session = SparkSession.builder.remote(remote).create()
+        session = SparkSession.builder.remote(remote).getOrCreate()
         for key, value in _SQL_SETTINGS.items():
             session.conf.set(key, value)
         if ship_code:
@@ -182,6 +184,10 @@ def remote_session(remote: str, *, ship_code: bool = True) -> SparkSession:
             with contextlib.suppress(Exception):  # the first error is the one to report
                 session.stop()
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "SESSION_ALREADY_EXIST" in first:
+            raise SparkUnavailable(
+                "a classic Spark session runs in this process: a Spark Connect session "
+                "needs a process of its own") from None
         raise SparkUnavailable(f"Spark Connect at {redacted(remote)} failed: "
                                f"{first.replace(remote, redacted(remote))}") from None
     return session
