@@ -132,3 +132,21 @@ def test_stop_session_just_stops_a_connect_session() -> None:
     session = _ConnectSession()
     stop_session(session)
     assert session.stopped == 1
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("128MB", 128 << 20), ("64m", 64 << 20), ("1g", 1 << 30), ("134217728", 134217728),
+    ("512b", 512), (" 2 KB ", 2048),
+])
+def test_byte_sizes_read_as_spark_reads_them(text: str, size: int) -> None:
+    from routing.pipeline._spark_read import byte_size
+
+    assert byte_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "MB", "1.5g", "12 parsecs"])
+def test_a_bad_byte_size_is_refused_naming_it(text: str) -> None:
+    from routing.pipeline._spark_read import byte_size
+
+    with pytest.raises(ValueError, match="not a byte size"):
+        byte_size(text)

@@ -57,6 +57,8 @@ def connect_url(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
          "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
          "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.ui.enabled=false",
+         # progress reports every 50 ms (default 2 s: a short job may end unreported)
+         "--conf", "spark.connect.progress.reportInterval=50ms",
          "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
          "--name", "routing-tests-connect"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -96,15 +98,16 @@ def journals(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.parametrize("partition", ["ns", "group"])
 def test_the_cli_on_a_connect_server_writes_the_reference_tables(
-        connect_url: str, journals: Path, tmp_path: Path) -> None:
+        connect_url: str, journals: Path, tmp_path: Path, partition: str) -> None:
     out = tmp_path / "out"
     env = dict(os.environ)
     env.pop("SPARK_MASTER", None)
     done = subprocess.run(
         [sys.executable, "-c", "from routing.cli import main; main()", "analyze",
          str(journals), "--out", str(out), "--remote", connect_url, "--at", str(AT),
-         "--summary-json", str(tmp_path / "s.json")],
+         "--summary-json", str(tmp_path / "s.json"), "--partition", partition],
         capture_output=True, text=True, timeout=600, env=env, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"on {connect_url}" in done.stdout

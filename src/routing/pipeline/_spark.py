@@ -97,7 +97,7 @@ class Analysis:
     then call `unpersist`. ``partitions`` says how many replay partitions each name server
     was split into; ``read_tasks`` how many tasks read the JSON Lines files (one a file
     when read whole, at least ``SPLITS_PER_FILE`` a large file read in byte ranges; gzip is
-    one a file).
+    one a file; 0 when unknown: byte ranges on Spark Connect).
     """
 
     tables: Mapping[str, Any]

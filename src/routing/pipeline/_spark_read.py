@@ -164,8 +164,7 @@ def _split_large_files(spark: Any, inputs: Sequence[InputFile]) -> int:
     local plain-text journal is read by `SPLITS_PER_FILE` tasks; returns the value used."""
     sizes = [os.path.getsize(i.path) for i in inputs
              if i.kind == "text" and not has_scheme(i.path) and not i.path.endswith(".gz")]
-    conf = spark._jsparkSession.sessionState().conf()
-    current = int(conf.filesMaxPartitionBytes())
+    current = _max_partition_bytes(spark)
     if not sizes:
         return current
     wanted = max(SPLIT_MIN_BYTES, min(SPLIT_MAX_BYTES, max(sizes) // SPLITS_PER_FILE))
@@ -173,6 +172,34 @@ def _split_large_files(spark: Any, inputs: Sequence[InputFile]) -> int:
         spark.conf.set("spark.sql.files.maxPartitionBytes", str(wanted))
         return wanted
     return current
+
+
+#: Spark's byte-size suffixes (``JavaUtils.byteStringAs``: binary, case-insensitive).
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50,
+               "pb": 1 << 50}
+
+
+def _max_partition_bytes(spark: Any) -> int:
+    """``spark.sql.files.maxPartitionBytes`` in bytes: asked of the session's SQL
+    configuration in the driver's JVM, or on Spark Connect (no JVM here) read as the
+    setting's text ("128MB", Spark's default when unset) and parsed as Spark parses it."""
+    from ._connect import is_connect
+
+    if not is_connect(spark):
+        return int(spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes())
+    text = str(spark.conf.get("spark.sql.files.maxPartitionBytes", None) or "128MB")
+    return byte_size(text)
+
+
+def byte_size(text: str) -> int:
+    """``"128MB"``, ``"64m"``, ``"1g"``, ``"134217728"`` (bytes) as a number of bytes, as
+    Spark reads its byte-size settings; `ValueError` naming the text otherwise. O(len)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    unit = m.group(2).lower() if m else None
+    if m is None or unit not in _BYTE_UNITS:
+        raise ValueError(f"not a byte size: {text!r} (e.g. 128MB, 64m, 134217728)")
+    return int(m.group(1)) * _BYTE_UNITS[unit]
 
 
 @attrs.define
@@ -216,9 +243,15 @@ class Lines:
 
     def scan_tasks(self) -> int:
         """How many tasks read the JSON Lines files by byte ranges, under the session's
-        current ``spark.sql.files.maxPartitionBytes`` (planning only, no job)."""
+        current ``spark.sql.files.maxPartitionBytes`` (planning only, no job); 0 when
+        there is no such scan, or on Spark Connect, whose client cannot plan without
+        running a job (there is no RDD to ask)."""
+        from ._connect import is_connect
+
         scan = self._built()[2]
-        return 0 if scan is None else int(scan.rdd.getNumPartitions())
+        if scan is None or is_connect(scan.sparkSession):
+            return 0
+        return int(scan.rdd.getNumPartitions())
 
 
 _LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
