@@ -403,3 +403,20 @@ def test_one_large_file_is_read_in_byte_ranges_and_gzip_in_one_task(
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         spark.conf.set("spark.sql.files.maxPartitionBytes", old)
+
+
+def test_the_cli_copies_to_parquet_once_and_refuses_an_existing_folder(
+        spark: Any, sim_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        args = [str(sim_dir), "--to-parquet", str(copy), "--master", "local[2]"]
+        first = CliRunner().invoke(analyze_command, args)
+        again = CliRunner().invoke(analyze_command, args)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    assert first.exit_code == 0, first.output
+    assert "wrote " in first.stdout and str(copy) in first.stdout
+    assert again.exit_code == 1
+    assert f"--to-parquet {copy} already exists" in again.output
+    assert "Traceback" not in again.output

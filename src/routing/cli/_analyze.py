@@ -236,7 +236,14 @@ def _run_spark(spark: Any, console: Console, err: Console, master: str,
     if to_parquet_dir is not None:
         with spark_progress(err, spark) as say:
             say(f"copying the journals to Parquet in {to_parquet_dir}")
-            n = to_parquet(spark, list(journals), to_parquet_dir)
+            try:
+                n = to_parquet(spark, list(journals), to_parquet_dir)
+            except Exception as exc:  # pyspark's AnalysisException, classic or Connect
+                if "PATH_ALREADY_EXISTS" not in str(exc):
+                    raise
+                raise click.ClickException(
+                    f"--to-parquet {to_parquet_dir} already exists: remove it or name "
+                    "another folder") from None
         console.print(f"wrote {n:,} lines to {to_parquet_dir} in "
                       f"{time.monotonic() - started:.1f} s", highlight=False, soft_wrap=True)
         return

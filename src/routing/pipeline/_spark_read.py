@@ -423,10 +423,12 @@ def _frames(spark: Any, inputs: Sequence[InputFile], paths: Mapping[int, str],
     return lines, union, raw
 
 
-def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "errorifexists") -> int:
+def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "error") -> int:
     """Copy journals to Parquet (``source, source_index, line, text``) under ``out``, for
     faster and splittable re-reading; returns the number of lines. Reading the copy gives
-    the same records, rejections and places as the originals."""
+    the same records, rejections and places as the originals. ``mode``: Spark's save mode
+    (``"error"``, the default, refuses an existing ``out``; Spark Connect does not know
+    the ``"errorifexists"`` spelling)."""
     from pyspark.sql import functions as F
 
     lines = read_lines(spark, sources)
