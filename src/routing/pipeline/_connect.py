@@ -32,6 +32,7 @@ from ._session import (
     ARROW_BATCH_BYTES,
     SparkUnavailable,
     check_pyspark,
+    is_connect,
     is_local_master,
     local_cores,
     package_zip,
@@ -59,11 +60,6 @@ _SQL_SETTINGS = {
 }
 #: Task slots of the Connect sessions asked so far, by session id.
 _PARALLELISM: dict[str, int] = {}
-
-
-def is_connect(spark: Any) -> bool:
-    """True for a Spark Connect session (pyspark's ``pyspark.sql.connect`` classes). O(1)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def session_master(spark: Any) -> str:

@@ -46,6 +46,7 @@ __all__ = [
     "check_java",
     "check_pyspark",
     "default_master",
+    "is_connect",
     "is_local_master",
     "java_options",
     "local_cores",
@@ -341,7 +342,7 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
     for key, value in settings.items():
         builder = builder.config(key, value)
     session: SparkSession = builder.getOrCreate()
-    if type(session).__module__.startswith("pyspark.sql.connect"):  # SPARK_API_MODE & co.
+    if is_connect(session):  # SPARK_API_MODE & co.
         raise SparkUnavailable(
             "pyspark opened a Spark Connect session (its environment asks for Connect: "
             "SPARK_CONNECT_MODE_ENABLED or SPARK_API_MODE); use remote_session() instead")
@@ -356,6 +357,12 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
     return session
 
 
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (pyspark's ``pyspark.sql.connect`` classes), which
+    has no ``sparkContext`` (see `_connect`). O(1)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def stop_session(spark: Any) -> None:
     """``spark.stop()`` without waiting for PySpark's accumulator server: the JVM side
     stops first and completely, as with ``stop()``; the Python thread that serves
@@ -364,8 +371,7 @@ def stop_session(spark: Any) -> None:
     ``routing analyze``), so that shutdown runs in a daemon thread, which a process about
     to exit does not wait for and a long-lived one sees end. Any other session (Spark
     Connect) is just stopped."""
-    context = None if type(spark).__module__.startswith("pyspark.sql.connect") else \
-        getattr(spark, "sparkContext", None)
+    context = None if is_connect(spark) else getattr(spark, "sparkContext", None)
     server = getattr(context, "_accumulatorServer", None)
     if server is not None:
         context._accumulatorServer = None  # type: ignore[union-attr]

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from ._connect import is_connect, session_parallelism
 from ._outputs import Row
 from ._read import (
     EMPTY_REASON,
@@ -86,8 +87,6 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
     (Spark qualifies ``file:///x`` as ``file:/x``; its listing already leaves out names
     starting with ``_`` or ``.``, which `_expand` leaves out too). Raises
     `FileNotFoundError` if nothing is there."""
-    from ._connect import is_connect
-
     if is_connect(spark):
         try:
             files = [str(r[0]) for r in spark.read.format("binaryFile")
@@ -143,12 +142,9 @@ SPLITS_PER_FILE = 8
 SPLIT_READ_BYTES = 128 << 20
 
 
-def task_slots(spark: Any) -> int:
-    """How many tasks run at once: the cores of a local master, else Spark's default
-    parallelism (the executors' cores on a cluster, unless set by hand)."""
-    from ._connect import session_parallelism
-
-    return session_parallelism(spark)
+#: How many tasks run at once (the session's cores or default parallelism; on Spark
+#: Connect asked of the server).
+task_slots = session_parallelism
 
 
 def split_read(spark: Any, paths: Sequence[str]) -> bool:
@@ -184,8 +180,6 @@ def _max_partition_bytes(spark: Any) -> int:
     """``spark.sql.files.maxPartitionBytes`` in bytes: asked of the session's SQL
     configuration in the driver's JVM, or on Spark Connect (no JVM here) read as the
     setting's text ("128MB", Spark's default when unset) and parsed as Spark parses it."""
-    from ._connect import is_connect
-
     if not is_connect(spark):
         return int(spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes())
     text = str(spark.conf.get("spark.sql.files.maxPartitionBytes", None) or "128MB")
@@ -246,8 +240,6 @@ class Lines:
         current ``spark.sql.files.maxPartitionBytes`` (planning only, no job); 0 when
         there is no such scan, or on Spark Connect, whose client cannot plan without
         running a job (there is no RDD to ask)."""
-        from ._connect import is_connect
-
         scan = self._built()[2]
         if scan is None or is_connect(scan.sparkSession):
             return 0
