@@ -206,9 +206,11 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
             from ..pipeline._connect import redacted, remote_session
 
             master = redacted(remote)  # what the output names: no token
-
             owned = True  # a Connect session of our own: stop() ends it on the server
-            spark = remote_session(remote)
+            try:
+                spark = remote_session(remote)
+            except ValueError as exc:  # not a Spark Connect URL
+                raise click.BadParameter(str(exc), param_hint="--remote") from None
         else:
             from pyspark.sql import SparkSession
 
@@ -216,8 +218,6 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
             spark = spark_session(master, driver_memory=driver_memory)
     except SparkUnavailable as exc:
         raise click.ClickException(f"{exc} (or use --local to run without Spark)") from None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--remote") from None
     try:
         _run_spark(spark, console, err, master, sources, out_dir, times, strict, partition,
                    to_parquet_dir, incident_gap, outputs)
