@@ -76,14 +76,11 @@ def session_parallelism(spark: Any) -> int:
     cannot ask the scheduler, and ``local[*]`` there means the server's cores, not
     this machine's: it runs one tiny job instead (a range split by the default
     parallelism; its highest partition id), once per session."""
-    if not is_connect(spark):
-        master = str(spark.sparkContext.master)
-        if is_local_master(master):
-            return local_cores(master)
-        return max(1, int(spark.sparkContext.defaultParallelism))
-    master = session_master(spark)
-    if is_local_master(master) and "*" not in master:
+    master, connect = session_master(spark), is_connect(spark)
+    if is_local_master(master) and not (connect and "*" in master):
         return local_cores(master)
+    if not connect:
+        return max(1, int(spark.sparkContext.defaultParallelism))
     key = str(getattr(spark, "session_id", id(spark)))
     if key not in _PARALLELISM:
         from pyspark.sql import functions as F
