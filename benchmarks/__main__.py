@@ -7,13 +7,15 @@ and the exit status is 1).
 
 Outputs: a rich table on stdout, ``<out>/benchmarks.json`` and ``<out>/benchmarks.png``.
 ``--out`` defaults to ``docs/`` for a full run and to ``build/benchmarks-quick/`` for
-``--quick``, so a smoke run never overwrites the published numbers.
+``--quick``, so a smoke run never overwrites the published numbers. ``--core-only`` runs the
+core suite alone and, where the report exists, keeps its other suites' rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import pkgutil
 import sys
 import time
@@ -92,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         "concurrency": core.concurrency, "profiles": core.profiles, "errors": errors,
     }
     machine["loadavg_1m_end"] = h.machine_info()["loadavg_1m"]
+    if args.core_only:
+        keep_other_suites(out_dir / "benchmarks.json", document)
+        rows = document["rows"]
     h.write_json(out_dir / "benchmarks.json", document)
     plotted = h.write_plot(out_dir / "benchmarks.png", rows,
                            f"cost per call vs size ({machine['nproc']} cores, "
@@ -102,6 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {out_dir / 'benchmarks.json'}"
           + (f" and {out_dir / 'benchmarks.png'}" if plotted else "") + f" in {elapsed:.0f} s")
     return 1 if errors else 0
+
+
+def keep_other_suites(path: Path, document: dict[str, Any]) -> None:
+    """``--core-only`` refreshes the core suite in a report that exists: the rows of the
+    other suites already in ``path`` are kept (and their modules listed), so publishing the
+    core numbers does not drop, say, the pipeline's 10 M rows published with
+    ``bench_pipeline --publish``. The machine and elapsed time are this run's."""
+    if not path.exists():
+        return
+    old = json.loads(path.read_text())
+    others = [r for r in old.get("rows", []) if r.get("suite") != "core"]
+    document["rows"] = document["rows"] + others
+    document["modules"] = ["bench_core", *(m for m in old.get("modules", ())
+                                           if m != "bench_core")]
+    document["command"] = "python -m benchmarks --core-only (other suites: earlier runs)"
 
 
 def print_extras(core: bench_core.CoreReport, *, quick: bool = False) -> None:

@@ -85,3 +85,22 @@ def test_optional_suites_run_quick(module):
 
 def test_complexity_table_names_every_spec_operation():
     assert {op for op, _, _ in bench_core.COMPLEXITY} >= SPEC_OPERATIONS
+
+
+def test_core_only_keeps_the_other_suites_rows_of_the_report(tmp_path):
+    """Publishing the core suite alone must not drop rows other runs published (the
+    pipeline's 10 M rows come from `bench_pipeline --publish`)."""
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps({"rows": [{"suite": "core", "operation": "old"},
+                                         {"suite": "pipeline", "operation": "10 M"}],
+                                "modules": ["bench_core", "bench_pipeline"]}))
+    document = {"rows": [{"suite": "core", "operation": "new"}], "modules": ["bench_core"],
+                "command": "python -m benchmarks"}
+    bench_main.keep_other_suites(path, document)
+    assert document["rows"] == [{"suite": "core", "operation": "new"},
+                                {"suite": "pipeline", "operation": "10 M"}]
+    assert document["modules"] == ["bench_core", "bench_pipeline"]
+    assert "--core-only" in document["command"]
+    fresh = {"rows": [{"suite": "core"}], "modules": ["bench_core"], "command": "c"}
+    bench_main.keep_other_suites(tmp_path / "absent.json", fresh)
+    assert fresh == {"rows": [{"suite": "core"}], "modules": ["bench_core"], "command": "c"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -37,6 +38,36 @@ def test_alive_at_exactly_last_plus_timeout_expired_one_ms_later(mgr, clock):
     assert mgr.pickup_route("T1") is None and mgr.all_topics() == ()
     assert mgr.cluster_info().cluster_addr_table == {}
     assert mgr.scan_expired() == ()
+    mgr.check_invariants()
+
+
+def test_expired_broker_values_are_whole_frozen_values(mgr, clock):
+    """The manager builds them without the keyword call (`_messages.expired_broker`); they
+    must be indistinguishable from the public constructor's."""
+    mgr.register(reg("a", 3, "h:1", channel="ch"))
+    clock.set(120_001)
+    (gone,) = mgr.scan_expired()
+    made = r.ExpiredBroker(cluster="c1", broker_addr="h:1", broker_name="a", broker_id=3,
+                           channel="ch", last_update_ms=0, timeout_ms=120_000, generation=1)
+    assert gone == made and hash(gone) == hash(made) and repr(gone) == repr(made)
+    assert attrs.asdict(gone) == attrs.asdict(made)
+    assert attrs.evolve(gone, broker_id=4) == attrs.evolve(made, broker_id=4)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        gone.broker_id = 5  # type: ignore[misc]
+
+
+def test_expiry_removes_an_address_from_every_group_of_its_cluster(mgr, clock):
+    """One address, member of two groups of one cluster (Java removes it from the first
+    it finds only): the scan takes it out of both; a broker of another cluster at the same
+    address is not touched."""
+    mgr.register(reg("a", 0, "h:1", heartbeat_timeout_ms=10_000, topic_names=("T1", "U1")))
+    mgr.register(reg("b", 1, "h:1", heartbeat_timeout_ms=10_000, topic_names=("T2", "U2")))
+    mgr.register(reg("z", 0, "h:1", cluster="c2", topic_names=("T3", "U3")))
+    clock.set(10_001)
+    (gone,) = mgr.scan_expired()
+    assert (gone.cluster, gone.broker_addr, gone.broker_name) == ("c1", "h:1", "b")
+    assert mgr.pickup_route("T1") is None and mgr.pickup_route("T2") is None
+    assert route_brokers(mgr, "T3") == {"z": {0: "h:1"}}
     mgr.check_invariants()
 
 

@@ -32,6 +32,7 @@ from ._messages import (
     RoutingConfig,
     TopicList,
     UnregisterRequest,
+    expired_broker,
 )
 from ._registration import apply_registration, decide_registration, renew_registration
 from ._removal import batch_notices, remove_member, set_write_bit
@@ -43,7 +44,6 @@ from ._values import (
     BrokerLiveInfo,
     QueueData,
     TopicRouteData,
-    unchecked,
 )
 
 __all__ = ["RouteInfoManager", "RouteListener"]
@@ -308,10 +308,13 @@ class RouteInfoManager(KeepAlive):
         removed: list[BrokerRemoved] = []
         pending: dict[str, str] = {}
         drop = self._drop_live_entry
-        expired = tuple([drop(key, "expired", removed, pending)
-                         for key in self._deadlines.pop_expired(now)])
+        keys = self._deadlines.pop_expired(now)
+        if len(keys) == 1:  # the usual case: one broker gone silent (no comprehension)
+            expired: tuple[ExpiredBroker, ...] = (drop(keys[0], "expired", removed, pending),)
+        else:
+            expired = tuple([drop(key, "expired", removed, pending) for key in keys])
         event = self._commit(now, "scan_expired", removed=tuple(removed),
-                             notices=batch_notices(self._state, pending))
+                             notices=batch_notices(self._state, pending) if pending else ())
         return expired, event
 
     def on_channel_closed(self, channel: Hashable | None) -> tuple[ExpiredBroker, ...]:
@@ -348,14 +351,15 @@ class RouteInfoManager(KeepAlive):
         live = st.drop_live(key, expired=reason == "expired")
         assert live is not None
         addr, own_name = key[1], live.broker_name
-        names = st.groups_at(key)
-        if len(names) == 1 and own_name in names:  # the usual case: only its own group
+        held = st.groups_of_addr.get(key)  # (`State.groups_at` without its two calls)
+        if held == own_name:  # the usual case: only its own group (a set never equals a str)
             group = st.groups[own_name]
             member_id = live.broker_id
             if group.member(member_id) != addr:  # re-registered under another id
                 member_id = next(i for i, a in group.addrs.items() if a == addr)
             remove_member(st, self._config, group, addr, member_id, pending)
         else:
+            names = st.groups_at(key)
             own = st.groups.get(own_name)
             if own is not None and own_name not in names and own.has_addr(addr):
                 names = {*names, own_name}  # registered into a group of another cluster
@@ -365,10 +369,8 @@ class RouteInfoManager(KeepAlive):
                 remove_member(st, self._config, group, addr, member_id, pending)
         if self._listener is not None:
             removed.append(self._removed(key, live, reason))
-        return unchecked(ExpiredBroker, cluster=key[0], broker_addr=addr,
-                         broker_name=own_name, broker_id=live.broker_id, channel=live.channel,
-                         last_update_ms=live.last_update, timeout_ms=live.timeout,
-                         generation=live.generation)
+        return expired_broker(key[0], addr, own_name, live.broker_id, live.channel,
+                              live.last_update, live.timeout, live.generation)
 
     def _removed(self, key: LiveKey, live: Live, reason: RemovalReason) -> BrokerRemoved:
         return BrokerRemoved(cluster=key[0], broker_name=live.broker_name,

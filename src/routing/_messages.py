@@ -308,6 +308,24 @@ class ExpiredBroker:
     generation: int
 
 
+def expired_broker(cluster: str, broker_addr: str, broker_name: str, broker_id: int,
+                   channel: Hashable | None, last_update_ms: int, timeout_ms: int,
+                   generation: int) -> ExpiredBroker:
+    """An `ExpiredBroker` from fields the manager already holds (validated when the broker
+    registered), built as `_values.unchecked` builds values but without its keyword
+    packing: about 0.3 µs against 0.5 µs for the keyword call, on the path of every
+    expiry. Internal; positional in the class's field order."""
+    broker = _new_object(ExpiredBroker)
+    broker.__dict__.update(cluster=cluster, broker_addr=broker_addr, broker_name=broker_name,
+                           broker_id=broker_id, channel=channel,
+                           last_update_ms=last_update_ms, timeout_ms=timeout_ms,
+                           generation=generation)
+    return broker
+
+
+_new_object = object.__new__
+
+
 @attrs.frozen(kw_only=True)
 class VersionAnswer:
     """QUERY_DATA_VERSION's answer: ``changed`` and the stored version (None if unknown)."""

@@ -128,9 +128,11 @@ class RouteBook:
         touched, vanished = state.take_touched()
         changed = list(vanished)
         if vanished:
-            for members in self.unit_sets:
+            for members in (self.unit, self.unit_sub, self.unit_sub_non_unit):
                 if members:
                     members.difference_update(vanished)
+            if not touched:  # a removal: nothing to rebuild
+                return changed
         table = state.topics
         seq = self.version_seq
         acting = self.support_acting_master

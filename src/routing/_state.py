@@ -410,7 +410,8 @@ class State:
                     del table[topic]
                     if entry.route is not None:
                         vanished.append(topic)
-            group.rows_epoch = self.next_epoch()
+            self._epoch += 1  # self.next_epoch(), inlined
+            group.rows_epoch = self._epoch
         for cluster in members(group.clusters):
             names = self.clusters[cluster]
             del names[name]
