@@ -31,7 +31,10 @@ Stages (every Python step calls the same code as `routing.pipeline.reference`):
    first: one tuple per session). Its jobs run in their own scheduler pool (`SWEEP_POOL`).
 
 Rows travel between stages typed, through Arrow (`mapInArrow`): one wide schema holds the
-columns of every table (`_spark_steps`), a row fills its own; no JSON round trip. Intermediate
+columns of every table (`_spark_steps`), a row fills its own; no JSON round trip. The read
+stage with ``partition="ns"`` narrows its route changes to their table's columns and packs
+every other row into Arrow IPC bytes (`_spark_steps.packed`): the JVM persists the few
+packed rows as opaque bytes instead of a 63-column row per value. Intermediate
 results are persisted on disk (``DISK_ONLY``: no partition is ever held in the JVM heap) so
 every table is computed once. Each Python task streams its sorted partition: it holds one
 reader and one manager per name server or component, never the partition's lines. Cost on
@@ -60,11 +63,16 @@ from ._spark_steps import (
     CHANGE_COLUMNS,
     CONTRIB_COLUMNS,
     KILL_WORKER_ENV,
+    PIECE_CHANGES,
+    PIECE_REST,
+    READ_DDL,
     WIDE_DDL,
     local_file_step,
+    packed,
     read_step,
     replay_step,
     topic_step,
+    unpack_step,
 )
 from .reference import RejectedRecords, gap_messages
 
@@ -174,16 +182,26 @@ def _read_stage(keyed: Any, count: int, salt: int, replay: bool,
                 paths: Mapping[int, str], kill: str | None = None) -> Any:
     """Stage 2: partition by name server, sort into reading order, read (and replay) in
     Python. A text file's ``source`` is sent as its input number (``order_a``), not as its
-    path on every row."""
+    path on every row. With ``replay`` the output is packed (`READ_DDL`)."""
     from pyspark.sql import functions as F
 
     source = F.col("source")
     if paths:
         source = F.when(~F.col("order_a").isin(*paths), source)
+    step = read_step(replay, dict(paths), kill)
     return (keyed.repartition(count, F.col("ns_key"), F.lit(salt))
             .sortWithinPartitions("ns_key", "order_a", "order_b", "line")
             .select("order_a", source.alias("source"), "line", "text", "raw", "ns_key")
-            .mapInArrow(read_step(replay, dict(paths), kill), WIDE_DDL))
+            .mapInArrow(packed(step) if replay else step, READ_DDL if replay else WIDE_DDL))
+
+
+def _unpacked(stage: Any, piece: str, ddl: str) -> Any:
+    """The rows of one piece of a packed read stage (`_spark_steps.packed`), as a frame of
+    ``ddl``: the JVM picks the piece's rows, a Python step reads their IPC streams."""
+    from pyspark.sql import functions as F
+
+    return (stage.filter(F.col("piece") == piece).select("ipc")
+            .mapInArrow(unpack_step(), ddl))
 
 
 def _salted_partitions(spark: Any, names: Sequence[str]) -> tuple[int, int]:
@@ -256,7 +274,10 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     def facts(stage: Any) -> tuple[Any, list[Any]]:
         """One job: the read stage's rows minus route contributions, persisted (the small
         tables are written from it), and what the driver needs from them (the misrouted
-        flag, stats, rejected counts, the sessions' ends)."""
+        flag, stats, rejected counts, the sessions' ends). With ``partition="ns"`` the
+        stage is packed (`_spark_steps.packed`): its rest piece holds those rows."""
+        if partition == "ns":
+            stage = _unpacked(stage, PIECE_REST, WIDE_DDL)
         side = keep(stage.filter((F.col("kind") != "line") & (
             F.col("tbl").isNull() | ~F.col("tbl").isin("contrib", "route_changes"))))
         wanted = side.filter(F.col("kind").isin("misrouted", "stats", "counts")
@@ -271,7 +292,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
             df.unpersist()
             persisted.remove(df)
 
-    stage2 = side = None
+    stage2 = side = contributions = None
     got: list[Any] = []
     read_tasks = 0
     if found.whole_files is not None and partition == "ns" and not found.split:
@@ -280,7 +301,7 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
         say("reading journals (one task per journal file)")
         files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
         stage2 = keep(files.mapInArrow(
-            local_file_step(found.paths, found.whole_files, kill), WIDE_DDL))
+            packed(local_file_step(found.paths, found.whole_files, kill)), READ_DDL))
         read_tasks = len(found.whole_files)
         side, got = facts(stage2)
         if misrouted(got):  # some file holds another name server's lines
@@ -311,10 +332,9 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     assert side is not None
     rejected_by_ns: dict[str, int] | None = None
     if partition == "ns":
-        # every table row but the route changes (which stay in the read stage's cache: their
-        # route texts are most of its bytes)
+        # every table row but the route changes (which stay packed in the read stage's
+        # cache: their route texts are most of its bytes)
         rows = side.filter(F.col("kind") == "row")
-        contributions = stage2
         parts = dict.fromkeys(spans, 1)
         sessions = [{c: r[c] for c in ends} for r in got if r["tbl"] == "sessions"]
         rejected_by_ns = rejected_counts(found.notes)
@@ -367,13 +387,14 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     if partition == "ns":
         # whole name servers: their replay emitted the route changes itself; the sweep
         # takes their answers without the route texts (digests, groups, queue counts)
-        changes = stage2.filter((F.col("kind") == "row") & (F.col("tbl") == "route_changes"))
+        changes = stage2.filter(F.col("piece") == PIECE_CHANGES)
         tables["route_changes"] = changes.select(*TABLES["route_changes"].names)
         swept = keep(changes.select(*(c for c, _ in CHANGE_COLUMNS))
                      .repartition(sweep_parts, F.col("topic"))
                      .sortWithinPartitions("topic", "at_ms", "ns", "seq")
                      .mapInArrow(topic_step(spans, at, removals, changes=True), WIDE_DDL))
     else:
+        assert contributions is not None
         contrib = contributions.filter(F.col("tbl") == "contrib").select(
             *(c for c, _ in CONTRIB_COLUMNS))
         swept = keep(contrib.repartition(sweep_parts, F.col("topic"))

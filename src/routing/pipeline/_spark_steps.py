@@ -24,8 +24,9 @@ from ._read import NsReading, count_rejected, decode_line, line_key, raw_lines
 from ._schema import TABLES, arrow_batch
 from ._topics import Contribution, answer_of_change, sweep_changes, sweep_topic
 
-__all__ = ["CHANGE_COLUMNS", "CONTRIB_COLUMNS", "KILL_WORKER_ENV", "WIDE_DDL", "local_file_step",
-           "read_step", "replay_step", "rows_of", "topic_step"]
+__all__ = ["CHANGE_COLUMNS", "CONTRIB_COLUMNS", "KILL_WORKER_ENV", "PIECE_CHANGES", "PIECE_REST",
+           "READ_DDL", "WIDE_DDL", "local_file_step", "packed", "read_step", "replay_step",
+           "rows_of", "topic_step", "unpack_step"]
 
 #: Columns that tag a Python stage's output rows (besides the tables' own columns).
 _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("primary", "boolean"),
@@ -81,7 +82,86 @@ def _wide_columns() -> tuple[tuple[str, str], ...]:
 
 
 _WIDE = _wide_columns()
-WIDE_DDL = ", ".join(f"`{name}` {kind}" for name, kind in _WIDE)
+_WIDE_KINDS = dict(_WIDE)
+
+
+def _ddl(names: Iterable[str]) -> str:
+    return ", ".join(f"`{name}` {_WIDE_KINDS[name]}" for name in names)
+
+
+WIDE_DDL = _ddl(_WIDE_KINDS)
+
+# --------------------------------------------------------------------------- packed stages
+
+#: The read stage's output with ``partition="ns"``: the ``route_changes`` rows in the
+#: table's own columns (``piece`` = `PIECE_CHANGES`), and every other row packed, a wide
+#: batch at a time, as an Arrow IPC stream in the ``ipc`` column of one row (``piece`` =
+#: `PIECE_REST`), which the JVM persists as opaque bytes. As wide rows, every route change
+#: cost the JVM a 63-column row and 63 columnar builders when persisted (10 M records:
+#: 4.8 CPU s and 2.2 s of collection in the read stage; docs/performance.md, issue 12,
+#: seventh pass); `unpack_step` turns the rest back into wide rows where the small tables
+#: are made.
+PIECE_CHANGES, PIECE_REST = "route_changes", "rest"
+_READ_COLUMNS = ("piece", *TABLES["route_changes"].names, "ipc")
+READ_DDL = ", ".join(["`piece` string", _ddl(TABLES["route_changes"].names), "`ipc` binary"])
+
+
+def packed(step: Callable[[Iterable[Any]], Iterator[Any]]
+           ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """``step`` with its wide batches cut in two: the ``route_changes`` rows narrowed to
+    their table's columns, the rest packed into one row (`READ_DDL`). O(bytes) in Arrow's
+    C++ code; no row is visited in Python."""
+
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        names = list(TABLES["route_changes"].names)
+        for batch in step(batches):
+            is_change = pc.fill_null(pc.and_(pc.equal(batch.column("kind"), "row"),
+                                             pc.equal(batch.column("tbl"), "route_changes")),
+                                     False)
+            changes = batch.filter(is_change)
+            if changes.num_rows:
+                n = changes.num_rows
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([PIECE_CHANGES] * n, pa.string()),
+                     *(changes.column(name) for name in names), pa.nulls(n, pa.binary())],
+                    names=list(_READ_COLUMNS))
+            rest = batch.filter(pc.invert(is_change))
+            if rest.num_rows:
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([PIECE_REST], pa.string()),
+                     *(pa.nulls(1, changes.schema.field(name).type) for name in names),
+                     pa.array([_ipc(rest)], pa.binary())],
+                    names=list(_READ_COLUMNS))
+
+    return run
+
+
+def _ipc(batch: Any) -> Any:
+    """``batch`` as the bytes of an Arrow IPC stream."""
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def unpack_step() -> Callable[[Iterable[Any]], Iterator[Any]]:
+    """The rows of packed pieces (`packed`): every IPC stream of the ``ipc`` column, read
+    without copying its buffers. The caller filters the pieces and names their schema."""
+
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            for blob in batch.column(batch.schema.get_field_index("ipc")):
+                with pa.ipc.open_stream(blob.as_buffer()) as reader:
+                    yield from reader
+
+    return run
 
 
 # --------------------------------------------------------------------------- python steps
