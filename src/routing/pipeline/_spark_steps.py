@@ -132,7 +132,7 @@ def packed(step: Callable[[Iterable[Any]], Iterator[Any]]
             if rest.num_rows:
                 yield pa.RecordBatch.from_arrays(
                     [pa.array([PIECE_REST], pa.string()),
-                     *(pa.nulls(1, changes.schema.field(name).type) for name in names),
+                     *(pa.nulls(1, batch.schema.field(name).type) for name in names),
                      pa.array([_ipc(rest)], pa.binary())],
                     names=list(_READ_COLUMNS))
 
