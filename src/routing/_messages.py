@@ -308,6 +308,9 @@ class ExpiredBroker:
     generation: int
 
 
+_new_object = object.__new__
+
+
 def expired_broker(cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                    channel: Hashable | None, last_update_ms: int, timeout_ms: int,
                    generation: int) -> ExpiredBroker:
@@ -321,9 +324,6 @@ def expired_broker(cluster: str, broker_addr: str, broker_name: str, broker_id: 
                            last_update_ms=last_update_ms, timeout_ms=timeout_ms,
                            generation=generation)
     return broker
-
-
-_new_object = object.__new__
 
 
 @attrs.frozen(kw_only=True)

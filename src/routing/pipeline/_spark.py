@@ -332,8 +332,8 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     assert side is not None
     rejected_by_ns: dict[str, int] | None = None
     if partition == "ns":
-        # every table row but the route changes (which stay packed in the read stage's
-        # cache: their route texts are most of its bytes)
+        # every table row but the route changes (which stay in the read stage's cache, in
+        # their own columns: their route texts are most of its bytes)
         rows = side.filter(F.col("kind") == "row")
         parts = dict.fromkeys(spans, 1)
         sessions = [{c: r[c] for c in ends} for r in got if r["tbl"] == "sessions"]

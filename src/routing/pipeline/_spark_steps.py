@@ -4,7 +4,9 @@ Each step streams Arrow batches in and out: `_read_rows` reads (and, with
 ``partition="ns"``, replays) one name server's lines in order, `_replay_rows` replays one
 (name server, broker-group set), `_topic_rows` sweeps one topic's route contributions.
 Rows travel in one wide schema (`WIDE`, every table's columns plus tags); a row fills its
-own columns. The driver's side is `_spark`.
+own columns. The read stage with ``partition="ns"`` narrows its route changes to their
+table's columns and packs the other rows as Arrow IPC bytes (`packed`, `unpack_step`).
+The driver's side is `_spark`.
 """
 
 from __future__ import annotations
