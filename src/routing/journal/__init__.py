@@ -62,6 +62,7 @@ from ._reader import (
 )
 from ._recorder import JournalRecorder
 from ._replay import Replayer, ReplayError, ReplayEvent, replay
+from ._tail import last_seq, last_seq_of_files
 
 __all__ = (
     "JOURNAL_FORMAT",
@@ -94,6 +95,8 @@ __all__ = (
     "UnregisterMany",
     "WipeWritePerm",
     "iter_journal",
+    "last_seq",
+    "last_seq_of_files",
     "open_journal",
     "open_journal_bytes",
     "read_journal",

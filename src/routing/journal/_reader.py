@@ -143,6 +143,11 @@ class _NsState:
     known: dict[str, _Known] = attrs.field(factory=dict)
     #: the time of the last record set aside as a clock jump, until a record is accepted.
     jump: int | None = None
+    #: added to the sequence numbers of lines since a restart header whose sequence started
+    #: again (`_restarted`): entries keep one increasing ``seq`` per name server.
+    offset: int = 0
+    #: the table ids defined since the last header (one defined before it may be replaced).
+    fresh_tables: set[int] = attrs.field(factory=set)
 
 
 class JournalReader:
@@ -237,7 +242,7 @@ class JournalReader:
             call = self._built(state, known.table_id, state.tables[known.table_id],
                                known.channel)
         state.last_seq, state.last_ts, state.jump = seq, ts, None
-        return name, seq, ts, call, known
+        return name, seq + state.offset, ts, call, known
 
     @staticmethod
     def record_of(hit: tuple[str, int, int, Register | Scan, _Known]) -> JournalRecord:
@@ -277,7 +282,7 @@ class JournalReader:
             state.last_seq, state.last_ts, state.jump = seq, ts, None
         else:
             self._accept(ns, state, seq, ts, source, line_number)
-        return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=call,
+        return JournalRecord(nameserver_id=ns, seq=seq + state.offset, at_ms=ts, call=call,
                              cluster=known.cluster, broker_name=known.broker_name,
                              broker_addr=known.broker_addr)
 
@@ -333,20 +338,36 @@ class JournalReader:
         config = config_from_json(doc["config"])
         state = self._ns.get(ns)
         seq = check_int("seq", doc.get("seq", 0 if state is None else state.last_seq + 1), low=0)
-        if state is not None:
+        if state is None:
+            state = self._ns[ns] = _NsState(last_seq=seq, last_ts=start)
+        elif seq <= state.last_seq and start > state.last_ts:
+            self._restarted(state, seq, start)
+        else:
             self._check_order(ns, state, seq, start, record=False)
             self._accept(ns, state, seq, start, source, line_number)
-        else:
-            self._ns[ns] = _NsState(last_seq=seq, last_ts=start)
-        return JournalHeader(nameserver_id=ns, seq=seq, start_ms=start, config=config,
-                             version=version)
+        state.fresh_tables = set()
+        return JournalHeader(nameserver_id=ns, seq=seq + state.offset, start_ms=start,
+                             config=config, version=version)
+
+    @staticmethod
+    def _restarted(state: _NsState, seq: int, start: int) -> None:
+        """A restart header whose sequence starts again (a name server that restarted
+        without continuing its earlier journal's numbers, as before 0.2): a new epoch.
+        Its entries are numbered on from the last accepted one (``offset``), so that
+        ``(ns, seq)`` stays one increasing order; the line's own numbers are checked
+        within the epoch. Only a header later than every accepted line opens one (a
+        duplicated journal is still rejected)."""
+        state.offset += state.last_seq + 1 - seq
+        state.last_seq, state.last_ts, state.jump = seq, start, None
 
     @staticmethod
     def _check_order(ns: str, state: _NsState, seq: int, ts: int, *,
                      record: bool = True) -> None:
         if seq <= state.last_seq:
             raise _Bad(f"seq {seq} of {ns!r} is not after the last accepted seq "
-                       f"{state.last_seq} (duplicate or out of order)")
+                       f"{state.last_seq} (duplicate or out of order" + (
+                           ")" if record else "; a restart header that numbers from the "
+                           "start again must be later than the last accepted ts)"))
         if ts < state.last_ts:
             raise _Bad(f"ts {ts} of {ns!r} is before the last accepted ts {state.last_ts} "
                        f"(time must not go backwards)")
@@ -401,8 +422,9 @@ class JournalReader:
             table_id = args["table_id"]
             state.tables[table_id] = call.registration
             state.table_lines[table_id] = f"{source}:{line_number}"
-        return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=call, cluster=cluster,
-                             broker_name=name, broker_addr=addr)
+            state.fresh_tables.add(table_id)
+        return JournalRecord(nameserver_id=ns, seq=seq + state.offset, at_ms=ts, call=call,
+                             cluster=cluster, broker_name=name, broker_addr=addr)
 
     def _decode(self, op: str, args: Mapping[str, Any], cluster: Any, name: Any, addr: Any,
                 state: _NsState, where: str) -> Call:
@@ -474,9 +496,11 @@ class JournalReader:
             raise _Bad("register: missing args field 'table_id'")
         table_id = check_int("args.table_id", args["table_id"], low=1)
         if "table" in args:
-            if table_id in state.tables:
+            if table_id in state.fresh_tables:
                 raise _Bad(f"register: table_id {table_id} is already defined at "
                            f"{state.table_lines[table_id]}")
+            if table_id in state.tables:
+                self._forget_table(state, table_id)  # redefined after a restart
             try:
                 template = Registration.from_json(args["table"])
             except InvalidRequest as exc:
@@ -491,6 +515,16 @@ class JournalReader:
                 raise _Bad(f"register: top-level {key} {value!r} differs from the table's "
                            f"{want!r}")
         return self._built(state, table_id, template, decode_channel(args.get("channel")))
+
+    @staticmethod
+    def _forget_table(state: _NsState, table_id: int) -> None:
+        """Drop a table defined before the last header, which a line after it defines
+        again (a restarted recorder numbers its tables from 1): references from here on
+        mean the new definition. Remembered rests may name the old one: all are dropped
+        (a restart is rare; they are learnt again)."""
+        del state.tables[table_id]
+        state.built.pop(table_id, None)
+        state.known.clear()
 
     @staticmethod
     def _built(state: _NsState, table_id: int, template: Registration,

@@ -19,6 +19,7 @@ from .._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
+from .._validate import check_int
 from .._values import BrokerAddr, BrokerLiveInfo, DataVersion, QueueData, TopicRouteData
 from ._calls import (
     AddWritePerm,
@@ -61,6 +62,9 @@ class JournalRecorder:
     The header line is written at construction, with the manager's config and the clock's
     current time as ``start_ms``; wrap a manager before anything is written to it (a
     non-empty manager raises ``ValueError``: its earlier calls could never be replayed).
+    ``after_seq`` is the last sequence number of this name server's earlier journal
+    (`routing.journal.last_seq`): the header is then a restart numbered ``after_seq + 1``
+    and the numbers go on from there, so the journals of every run read as one.
 
     Write calls (register, unregister, unregister_many, heartbeat, query_data_version,
     scan_expired, on_channel_closed, delete_topic, register_topic, wipe/add_write_perm) are
@@ -75,11 +79,11 @@ class JournalRecorder:
     """
 
     def __init__(self, manager: RouteInfoManager, sink: JournalSink, *,
-                 nameserver_id: str) -> None:
+                 nameserver_id: str, after_seq: int | None = None) -> None:
         self._lock = threading.RLock()
         self._sink = sink
         self._nameserver_id = nameserver_id
-        self._seq = -1
+        self._seq = -1 if after_seq is None else check_int("after_seq", after_seq, low=0)
         self._next_table = 0
         #: (cluster, broker_name, broker_addr) → [(registration, table id)], newest last.
         self._tables: dict[tuple[str, str, str], list[_Table]] = {}

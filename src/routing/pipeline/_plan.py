@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+import attrs
+
 from ..journal import (
     AddWritePerm,
     ChannelClosed,
@@ -138,11 +140,15 @@ def replay_entry(reader: JournalReader, ns: str, seq: int, ts: int, op: str, sou
     """A component's entry for an accepted line: re-read by the component's own reader
     (which rebuilds the topic tables its registrations refer to), except for ``scan``,
     copied to every component and always ``Scan()``, which is built without parsing. The
-    line was accepted when its name server was read whole; a rejection now is a bug."""
+    line was accepted when its name server was read whole; a rejection now is a bug.
+    ``seq`` is the whole read's number (after a restart that numbered its lines from the
+    start again, a component's reader, which saw fewer lines, may number them otherwise)."""
     if op == "scan":
         return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=Scan())
     entry = reader.feed(text, source=source, line_number=line)
     if isinstance(entry, RejectedLine):
         raise AssertionError(f"{source}:{line} was accepted when {ns} was read whole, but "
                              f"its component's reader rejects it: {entry.reason}")
+    if entry.seq != seq:  # renumbered after a restart: the whole read's number is the one
+        entry = attrs.evolve(entry, seq=seq)
     return entry

@@ -8,6 +8,7 @@ journal, metrics endpoint and event loop, signal handling and the graceful stop.
 from __future__ import annotations
 
 import asyncio
+import glob
 import importlib
 import logging
 import signal
@@ -36,7 +37,9 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
                   ) -> tuple[RouteManager, IO[str], Path]:
     """Wrap ``manager`` in ``routing.journal.JournalRecorder`` writing a new JSON Lines file
     ``<journal_dir>/<nameserver_id>-<start ms>.jsonl`` (line-buffered: every record is on
-    disk once its call returns)."""
+    disk once its call returns). When an earlier run of ``nameserver_id`` left a file there,
+    its last sequence number is read from the end of the newest one, and the new file's
+    header continues from it: a restart (docs/journal.md)."""
     try:
         module: Any = importlib.import_module("routing.journal")
     except ImportError:
@@ -50,13 +53,24 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
     directory.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in nameserver_id)
     path = directory / f"{safe}-{manager.clock.now_ms()}.jsonl"
+    # An earlier run's file: go on with its numbers (the header is a restart).
+    earlier = sorted(directory.glob(f"{glob.escape(safe)}-*.jsonl"), key=_started, reverse=True)
+    after = module.last_seq_of_files(earlier, nameserver_id)
     sink = open(path, "x", encoding="utf-8", newline="\n", buffering=1)  # noqa: SIM115
     try:
-        recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id)
+        recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id,
+                                                after_seq=after)
     except BaseException:
         sink.close()
         raise
     return recorder, sink, path
+
+
+def _started(path: Path) -> tuple[int, str]:
+    """The start time (ms) in a journal file name ``<id>-<ms>.jsonl`` (-1: none), then
+    the name: newest last."""
+    stamp = path.name[:-len(".jsonl")].rpartition("-")[2]
+    return (int(stamp) if stamp.isdigit() else -1, path.name)
 
 
 async def serve(host: str = "127.0.0.1", port: int = 9876, *,
