@@ -184,8 +184,8 @@ def test_a_copy_of_a_journal_read_twice_is_still_rejected() -> None:
     lines = sink.getvalue().splitlines()
     result = read_journals([lines, lines])
     assert len(result.records) == 3 and len(result.rejected) == 3
-    assert "a restart header that numbers from the start again must be later" in \
-        result.rejected[0].reason
+    assert "a restart header that numbers from zero again must start after the last accepted " \
+        "ts" in result.rejected[0].reason
 
 
 def test_a_table_is_redefined_only_after_a_restart_header() -> None:
@@ -296,3 +296,43 @@ def test_serve_restarted_into_its_journal_directory_continues_the_numbers(
     (row,) = analyze_local(journal)["name_servers"]
     assert (row["restarts"], row["rejected"], row["gaps"]) == (3, 0, 0)
     assert read_journal(files[-1]).rejected == ()  # a file alone still reads (its header)
+
+
+def test_the_rejected_lines_table_counts_each_kind_of_reason_once() -> None:
+    """The summary's "Rejected lines" table: one row per kind of reason (names and numbers
+    vary within a kind: here every seq of a name server whose id holds a colon), with its
+    first and last line, never cut in the middle of a name."""
+    from rich.console import Console
+
+    from routing.pipeline._summary import render, summarize_rows, summary_json
+
+    sink = io.StringIO()
+    clock = r.ManualClock(start_ms=5_000)
+    ns = JournalRecorder(r.RouteInfoManager(clock=clock), sink, nameserver_id="127.0.0.1:9876")
+    for _ in range(6):
+        clock.advance(1_000)
+        ns.scan_expired()
+    lines = sink.getvalue().splitlines()
+    tables = analyze_local({"a.jsonl": lines, "b.jsonl": [*lines, "not json", "{"]})
+    summary = summarize_rows(tables)
+    kinds = [(k["reason"], k["lines"], k["first"], k["last"]) for k in summary.rejected_kinds]
+    assert kinds == [
+        ("seq N of … is not after the last accepted seq N (duplicate or out of order)", 6,
+         ("b.jsonl", 2), ("b.jsonl", 7)),
+        ("seq N of … is not after the last accepted seq N (duplicate or out of order; a "
+         "restart header that numbers from zero again must start after the last accepted ts)",
+         1, ("b.jsonl", 1), ("b.jsonl", 1)),
+        ("malformed JSON: Expecting value: line N column N (char N)", 1, ("b.jsonl", 8),
+         ("b.jsonl", 8)),
+        ("malformed JSON: Expecting property name enclosed in double quotes: line N column N "
+         "(char N)", 1, ("b.jsonl", 9), ("b.jsonl", 9))]
+    out = io.StringIO()
+    render(summary, Console(file=out, width=250, color_system=None))
+    text = out.getvalue()
+    assert "Rejected lines: 9 of 4 kinds" in text
+    row = next(line for line in text.splitlines() if "(duplicate or out of order)" in line)
+    assert [c.strip() for c in row.split("│")[1:5]] == [
+        "seq N of … is not after the last accepted seq N (duplicate or out of order)", "6",
+        "b.jsonl:2", "b.jsonl:7"]
+    doc = summary_json(summary)["rejected"]
+    assert doc["by_kind"][0]["first"] == ["b.jsonl", 2] and doc["total"] == 9

@@ -206,7 +206,7 @@ def test_the_summary_json_holds_every_printed_number_and_names_are_never_cut() -
     assert doc["records"] == summary.records
     assert {(x["topic"], x["ns"]) for x in doc["availability_over_life"]} == {
         (t, ns) for t in ("orders", long_name) for ns in ("ns-0", "ns-1")}
-    assert doc["rejected"] == {"total": 0, "by_reason": {}, "by_file": []}
+    assert doc["rejected"] == {"total": 0, "by_reason": {}, "by_kind": [], "by_file": []}
     assert plural(1, "name server") == "1 name server"
 
 

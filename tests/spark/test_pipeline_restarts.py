@@ -12,6 +12,7 @@ import pytest
 
 from routing.pipeline import analyze, analyze_local
 from routing.pipeline._spark import rows_equal
+from routing.pipeline._summary import summarize_analysis, summarize_rows
 from test_journal_restarts import KILLS, _restarted_journals
 
 pytestmark = pytest.mark.spark
@@ -30,7 +31,12 @@ def test_restarted_name_servers_equal_the_reference(spark: Any, tmp_path: Path,
     analysis = analyze(spark, [str(tmp_path)], at=(1_700_000_100_000,), partition=partition)
     got = analysis.collect()
     partitions = dict(analysis.partitions)
+    summary = summarize_analysis(analysis)
     analysis.unpersist()
     assert not rows_equal(expected, got), rows_equal(expected, got)
+    # the rejected lines by kind, first and last line included, agree too
+    assert summary == summarize_rows(expected)
+    assert [(k["reason"].split(":")[0], k["lines"]) for k in summary.rejected_kinds] == [
+        ("malformed JSON", 2 * sum(KILLS))]
     if partition == "group":  # the renumbered runs were replayed in several components
         assert partitions["ns-old"] > 1

@@ -366,8 +366,8 @@ class JournalReader:
         if seq <= state.last_seq:
             raise _Bad(f"seq {seq} of {ns!r} is not after the last accepted seq "
                        f"{state.last_seq} (duplicate or out of order" + (
-                           ")" if record else "; a restart header that numbers from the "
-                           "start again must be later than the last accepted ts)"))
+                           ")" if record else "; a restart header that numbers from zero "
+                           "again must start after the last accepted ts)"))
         if ts < state.last_ts:
             raise _Bad(f"ts {ts} of {ns!r} is before the last accepted ts {state.last_ts} "
                        f"(time must not go backwards)")

@@ -14,7 +14,6 @@ as Parquet a batch of rows at a time, releasing each table once written.
 from __future__ import annotations
 
 import shutil
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from operator import itemgetter
 from pathlib import Path
@@ -142,7 +141,7 @@ class TableStore:
         summary and the report use: for each table of ``collected``, its rows with those
         columns (None: all), and ``rejected_groups`` (rejected lines counted by file and
         reason, as `_summary.collect_rows` returns them). Empties the store."""
-        from ._summary import _reason_key
+        from ._summary import group_rejected
 
         out: dict[str, list[Row]] = {}
         for name, table in TABLES.items():
@@ -152,10 +151,10 @@ class TableStore:
             if name in collected:
                 out[name] = self._dicts(name, rows, collected[name])
             if name == "rejected":
-                source, reason = table.names.index("source"), table.names.index("reason")
-                counted = Counter((r[source], _reason_key(r[reason])) for r in rows)
-                out["rejected_groups"] = [{"source": f, "reason": k, "lines": n}
-                                          for (f, k), n in counted.items()]
+                source, line, reason = (table.names.index(c)
+                                        for c in ("source", "line", "reason"))
+                out["rejected_groups"] = group_rejected((r[source], r[line], r[reason])
+                                                        for r in rows)
             self.rows[name] = []
             del rows
         return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -55,6 +56,8 @@ class Summary:
     rejected_by_reason: Mapping[str, int]
     rejected_total: int
     rejected_by_file: tuple[Row, ...] = ()
+    #: per reason kind: lines, and the first and last (source, line), most lines first
+    rejected_kinds: tuple[Row, ...] = ()
     routes_at: tuple[Row, ...] = ()
     #: every row of the ``availability`` table (the JSON has them all)
     availability_life: tuple[Row, ...] = ()
@@ -79,9 +82,49 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
+#: What varies within one kind of rejection reason: quoted names, then numbers. Spark's
+#: `collect_rows` applies the same patterns (Java's regex reads them alike).
+_QUOTED, _NUMBER, _KIND_CHARS = "'[^']*'", "[0-9]+([.][0-9]+)?", 200
+
+
 def _reason_key(reason: str) -> str:
-    """Group rejection reasons by their first clause (numbers and names vary)."""
-    return reason.split(":")[0][:80]
+    """The kind of a rejection reason: quoted names become ``…`` and numbers ``N``, so
+    ``seq 0 of 'ns:1' is not after the last accepted seq 7 (…)`` and every other seq of
+    every name server count as one kind; at most 200 characters.
+
+    >>> _reason_key("seq 3 of '10.0.0.1:9876' is not after the last accepted seq 7")
+    'seq N of … is not after the last accepted seq N'
+    """
+    return re.sub(_NUMBER, "N", re.sub(_QUOTED, "…", reason))[:_KIND_CHARS]
+
+
+def group_rejected(rows: Iterable[tuple[str, int, str]]) -> list[Row]:
+    """``(source, line, reason)`` of rejected lines counted by file and reason kind
+    (`_reason_key`), with the first and last line of each: the ``rejected_groups`` rows."""
+    groups: dict[tuple[str, str], Row] = {}
+    for source, line, reason in rows:
+        key = (source, _reason_key(reason))
+        g = groups.get(key)
+        if g is None:
+            groups[key] = {"source": source, "reason": key[1], "lines": 1,
+                           "first_line": line, "last_line": line}
+        else:
+            g["lines"] += 1
+            g["first_line"] = min(g["first_line"], line)
+            g["last_line"] = max(g["last_line"], line)
+    return list(groups.values())
+
+
+def _kinds(groups: Iterable[Row]) -> tuple[Row, ...]:
+    """Per reason kind, over every file: lines, first and last ``(source, line)``."""
+    kinds: dict[str, Row] = {}
+    for g in groups:
+        first, last = (g["source"], int(g["first_line"])), (g["source"], int(g["last_line"]))
+        k = kinds.setdefault(g["reason"], {"reason": g["reason"], "lines": 0,
+                                           "first": first, "last": last})
+        k["lines"] += int(g["lines"])
+        k["first"], k["last"] = min(k["first"], first), max(k["last"], last)
+    return tuple(sorted(kinds.values(), key=lambda k: (-k["lines"], k["first"], k["reason"])))
 
 
 def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
@@ -97,8 +140,8 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
     w1 = min((r["last_ms"] for r in servers), default=0)
     groups = tables.get("rejected_groups")
     if groups is None:
-        counted = Counter((r["source"], _reason_key(r["reason"])) for r in tables["rejected"])
-        groups = [{"source": f, "reason": k, "lines": n} for (f, k), n in counted.items()]
+        groups = group_rejected((r["source"], r["line"], r["reason"])
+                                for r in tables["rejected"])
     by_reason: Counter[str] = Counter()
     for g in groups:
         by_reason[g["reason"]] += int(g["lines"])
@@ -126,6 +169,7 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
         rejected_total=sum(by_reason.values()),
         rejected_by_file=tuple(sorted(groups, key=lambda g: (-int(g["lines"]), g["source"],
                                                              g["reason"]))),
+        rejected_kinds=_kinds(groups),
         routes_at=_routes_at(tables.get("routes_at", ())),
         availability_life=tuple(life),
     )
@@ -177,11 +221,14 @@ def collect_rows(analysis: Any) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = {}
     for name, columns in _COLLECTED.items():
         out[name] = plain_rows(t[name] if columns is None else t[name].select(*columns))
-    reason = F.substring(F.split(F.col("reason"), ":").getItem(0), 1, 80)
+    reason = F.substring(F.regexp_replace(F.regexp_replace("reason", _QUOTED, "…"),
+                                          _NUMBER, "N"), 1, _KIND_CHARS)
     out["rejected_groups"] = [
-        {"source": r["source"], "reason": r["reason"], "lines": int(r["lines"])}
+        {"source": r["source"], "reason": r["reason"], "lines": int(r["lines"]),
+         "first_line": int(r["first_line"]), "last_line": int(r["last_line"])}
         for r in t["rejected"].groupBy("source", reason.alias("reason"))
-        .agg(F.count("*").alias("lines")).collect()]
+        .agg(F.count("*").alias("lines"), F.min("line").alias("first_line"),
+             F.max("line").alias("last_line")).collect()]
     return out
 
 
@@ -274,8 +321,16 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "routes_at": [dict(r) for r in summary.routes_at],
         "rejected": {"total": summary.rejected_total,
                      "by_reason": dict(summary.rejected_by_reason),
+                     "by_kind": [{**k, "first": list(k["first"]), "last": list(k["last"])}
+                                 for k in summary.rejected_kinds],
                      "by_file": [dict(g) for g in summary.rejected_by_file]},
     }
+
+
+def _place(where: tuple[str, int]) -> str:
+    """``file.jsonl:12`` for a (source, line) pair (line 0: the whole file)."""
+    name = where[0].replace("\\", "/").rpartition("/")[2]
+    return f"{name}:{where[1]}" if where[1] else name
 
 
 def _brokers(names: Sequence[str], shown: int = 2) -> str:
@@ -388,10 +443,13 @@ def render(summary: Summary, console: Any = None, *, title: str = "routing analy
         show(at)
 
     if summary.rejected_total:
-        rej = table(f"Rejected lines: {summary.rejected_total:,} (see the rejected table for "
-                    f"file and line)", "reason", "lines", right=("lines",))
-        for reason, n in summary.rejected_by_reason.items():
-            rej.add_row(reason, f"{n:,}")
+        kinds = summary.rejected_kinds
+        rej = table(f"Rejected lines: {summary.rejected_total:,} of "
+                    f"{plural(len(kinds), 'kind')} (names shown as …, numbers as N; every "
+                    f"line is in the rejected table)", "reason", "lines", "first", "last",
+                    right=("lines",))
+        for k in kinds[:_TOP]:
+            rej.add_row(k["reason"], f"{k['lines']:,}", _place(k["first"]), _place(k["last"]))
         show(rej)
     else:
         console.print("Rejected lines: none")
