@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -176,3 +178,73 @@ def test_parallel_tcp_writers_then_restart_read_everything_back(tmp_path: Path) 
     assert sum(len(t) for t in json.loads(path.read_text())["configTable"].values()) == \
         connections * per_connection
     run(lambda: server_then(read_all))
+
+
+# --------------------------------------------------------------------------- crash leftovers
+
+
+def test_start_up_removes_the_temp_files_of_killed_writes(tmp_path: Path) -> None:
+    """A process killed between creating its temporary file and renaming it leaves
+    ``.kvConfig.json.*.tmp`` behind (9 after 30 kills of an earlier version); opening the
+    store removes them, and only them."""
+    path = tmp_path / "kvConfig.json"
+    KVStore.open(path).put("ns", "k", "v")
+    leftovers = [".kvConfig.json.a1b2c3d4.tmp", ".kvConfig.json.x_9yz0Q1.tmp",
+                 ".kvConfig.json.0123456789abcdef.tmp"]
+    kept = ["kvConfig.json.bak", ".kvConfig.json.tmp", ".other.json.a1b2c3d4.tmp",
+            ".kvConfig.json.a1b2c3d4.tmp.keep"]
+    for name in leftovers + kept:
+        (tmp_path / name).write_text("{")
+    assert [p.name for p in kv_module.stale_temp_files(path)] == sorted(leftovers)
+    store = KVStore.open(path)
+    assert store.get("ns", "k") == "v"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["kvConfig.json", *kept])
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o600])
+def test_a_write_keeps_the_files_mode(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / "kvConfig.json"
+    path.write_text('{"configTable":{}}')
+    path.chmod(mode)
+    KVStore.open(path).put("ns", "k", "v")
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+    assert json.loads(path.read_text()) == {"configTable": {"ns": {"k": "v"}}}
+
+
+def test_a_new_file_gets_the_umasks_mode(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        KVStore.open(tmp_path / "kvConfig.json").put("ns", "k", "v")
+        (tmp_path / "plain").write_text("")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "kvConfig.json").stat().st_mode) == \
+        stat.S_IMODE((tmp_path / "plain").stat().st_mode) == 0o640
+
+
+def test_the_temp_file_is_fsynced_before_its_rename(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Durable before visible: the bytes of the temporary file reach the disk (fsync of
+    that very file) before it is renamed over the KV file, and the directory is fsynced
+    after the rename. A write without the first fsync could leave an empty file after a
+    power loss."""
+    path = tmp_path / "kvConfig.json"
+    calls: list[tuple[str, Any]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        info = os.fstat(fd)
+        calls.append(("fsync", (info.st_ino, stat.S_ISDIR(info.st_mode), info.st_size)))
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any) -> None:
+        calls.append(("replace", (os.stat(src).st_ino, Path(dst))))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    KVStore.open(path).put("ns", "k", "v")
+    inode, size = path.stat().st_ino, path.stat().st_size
+    directory = tmp_path.stat().st_ino
+    assert calls == [("fsync", (inode, False, size)), ("replace", (inode, path)),
+                     ("fsync", (directory, True, tmp_path.stat().st_size))]

@@ -5,7 +5,9 @@ from Java's ``kvConfig.json`` layout, ``{"configTable": {namespace: {key: value}
 every change is written to a temporary file, fsynced and renamed over the file **before**
 it becomes visible to readers or is answered (durable before publish). Writers that arrive
 while a write is under way share the next one (group commit), so many connections putting
-at once cost few fsyncs and lose nothing.
+at once cost few fsyncs and lose nothing. The file keeps its mode (a new one gets the
+umask's, as any file the process creates), and `KVStore.open` removes the temporary files
+a killed process left beside it (``.kvConfig.json.*.tmp``).
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import re
+import secrets
+import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 from .._errors import RoutingError
 
-__all__ = ["KVConfigError", "KVStore"]
+__all__ = ["KVConfigError", "KVStore", "stale_temp_files"]
 
 _Tables = dict[str, dict[str, str]]
 # (op, namespace, key, value); op "put" or "delete"
@@ -68,8 +72,13 @@ class KVStore:
         """Load ``path`` (a missing file is an empty store, as in Java) and persist to it.
 
         A file that is not Java's layout raises `KVConfigError` naming it; the file is
-        left untouched."""
-        return cls(load_kv_file(path), path=path)
+        left untouched. Temporary files of writes that never finished (the process was
+        killed between creating and renaming one) are removed: `stale_temp_files`."""
+        store = cls(load_kv_file(path), path=path)
+        for stale in stale_temp_files(Path(path)):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        return store
 
     # ------------------------------------------------------------------ reads
 
@@ -177,17 +186,51 @@ def load_kv_file(path: str | Path) -> _Tables:
     return out
 
 
+def stale_temp_files(path: Path) -> list[Path]:
+    """The temporary files of ``path`` beside it, sorted: ``.<name>.<16 hex>.tmp`` as
+    `write_kv_file` names them (``.<name>.<8 characters>.tmp`` before 0.2), each one a
+    write that never reached its rename. O(files in the directory)."""
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return []
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[A-Za-z0-9_]{{8,16}}\.tmp")
+    return sorted(path.parent / n for n in names if pattern.fullmatch(n))
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path``, open for writing, with ``path``'s mode when it
+    exists, else the mode a plain ``open`` gives (0666 less the umask)."""
+    while True:
+        name = str(path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:  # pragma: no cover - 64 random bits
+            continue
+        break
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return fd, name
+    except OSError:
+        os.close(fd)
+        os.unlink(name)
+        raise
+    os.fchmod(fd, mode)
+    return fd, name
+
+
 def write_kv_file(path: Path, tables: Mapping[str, Mapping[str, str]]) -> None:
-    """Atomically replace ``path``: write a temporary file beside it, fsync, rename, fsync
-    the directory. Raises `KVConfigError`; the old file is then intact."""
+    """Atomically replace ``path``: write a temporary file beside it (with ``path``'s mode),
+    fsync it, rename it over ``path``, fsync the directory. Raises `KVConfigError`; the old
+    file is then intact."""
     doc = {"configTable": {ns: dict(sorted(t.items())) for ns, t in sorted(tables.items())}}
     data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     directory = path.parent
     tmp_name = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                        dir=directory)
+        fd, tmp_name = _create_temp(path)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
             out.flush()
