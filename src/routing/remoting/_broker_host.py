@@ -5,10 +5,12 @@ actions; each request goes out on that name server's connection (one per server,
 demand, as Java's ``NettyRemotingClient`` does) and its response, failure or timeout is fed
 back (`routing.remoting._broker_wire.deliver`). Connection results feed the available list
 (`BrokerHeartbeat.on_connect_result`); a server that cannot be reached is retried with
-exponential backoff (``backoff_initial_ms`` doubling up to ``backoff_max_ms``), at the
-scans the heartbeat asks for (`CheckNameServer`, every ``connect_timeout_ms``) or when a
-request needs it. With ``listen``, the host accepts the name servers' NOTIFY_MIN_BROKER_ID_CHANGE
-pushes on the broker's address. `shutdown` unregisters from every name server, one after the
+exponential backoff: a timer tries again ``backoff_initial_ms`` after the first failure,
+doubling up to ``backoff_max_ms`` (200 ms to 10 s), until it answers; the scans the
+heartbeat asks for (`CheckNameServer`, every ``connect_timeout_ms``) and requests connect
+too, but not before the backoff is over (except the unregisters of `shutdown`). With
+``listen``, the host accepts the name servers' NOTIFY_MIN_BROKER_ID_CHANGE pushes on the
+broker's address. `shutdown` unregisters from every name server, one after the
 other, each waiting for its answer (Java ``unregisterBrokerAll``).
 
 Logs: logger ``routing.broker``, message ``event key=value ...`` with the fields in
@@ -55,6 +57,8 @@ class _Link:
         self.backoff_ms = backoff_ms
         self.next_attempt_s = 0.0
         self.connecting: asyncio.Future[bool] | None = None
+        #: the timer of the next attempt after a failed one (the backoff's retry)
+        self.retry: asyncio.TimerHandle | None = None
 
     @property
     def up(self) -> bool:
@@ -117,6 +121,8 @@ class BrokerHost:
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=5.0)
         for link in self._links.values():
+            if link.retry is not None:
+                link.retry.cancel()
             self._drop(link, "shutdown", report=False)
         if self._server is not None:
             self._server.close()
@@ -145,13 +151,16 @@ class BrokerHost:
 
     async def _drive(self) -> None:
         clock = self.hb.clock
-        while True:
+        while not self._stopping:
             self.perform(self.hb.poll())
             self._wake.clear()
             due = self.hb.next_deadline_ms()
             delay = None if due is None else max(0, due - clock.now_ms()) / 1000
+            # (not asyncio.wait_for: on 3.11 it loses a cancel that meets the wake-up, and
+            # `shutdown` would wait for this loop forever)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -231,6 +240,10 @@ class BrokerHost:
             _log(logging.WARNING, "connect_failed", name_server=link.addr, error=repr(exc),
                  retry_in_ms=link.backoff_ms)
             link.backoff_ms = min(link.backoff_ms * 2, self.backoff_max_ms)
+            if link.retry is not None:
+                link.retry.cancel()
+            if not self._stopping:  # the timer is the backoff: it tries again when due
+                link.retry = loop.call_at(link.next_attempt_s, self._retry, link)
             ok = False
         else:
             link.writer, link.backoff_ms = writer, self.backoff_initial_ms
@@ -242,6 +255,13 @@ class BrokerHost:
         if not self._stopping:
             self.perform(self.hb.on_connect_result(link.addr, ok))
         return ok
+
+    def _retry(self, link: _Link) -> None:
+        """The backoff's timer: connect now (the wait is over: forced, as the loop may run
+        a timer a clock tick before its time)."""
+        link.retry = None
+        if not self._stopping:
+            self._spawn(self._ensure(link, force=True))
 
     async def _read(self, link: _Link, reader: asyncio.StreamReader) -> None:
         decoder = FrameDecoder()
