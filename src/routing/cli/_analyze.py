@@ -19,6 +19,7 @@ from ..pipeline._incidents import DEFAULT_GAP_MS
 from ..pipeline._inputs import InputCheck, InputError, check_inputs
 from ..pipeline._session import (
     SparkUnavailable,
+    check_pyspark,
     default_master,
     spark_session,
     stop_session,
@@ -78,6 +79,17 @@ def _check(journals: Sequence[str], err: Console) -> InputCheck:
     for path, why in check.skipped:
         err.print(f"skipped {path}: {why}", highlight=False, soft_wrap=True)
     return check
+
+
+def _check_pyarrow() -> None:
+    """``--local`` writes its tables as Parquet with pyarrow, which only the ``spark``
+    extra brings: say so before anything runs (a ``[cli]``-only install has no pyarrow)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "--local writes the tables as Parquet with pyarrow, which is not installed: "
+            "pip install pyarrow (or 'rocketmq-routing[spark]', which has it)") from None
 
 
 def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
@@ -180,6 +192,7 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
     outputs: dict[str, Any] = {"report": report, "summary_json": summary_json}
     if local_engine:
         assert out_dir is not None
+        _check_pyarrow()
         with RunProgress(err) as progress:
             progress.step(f"reading {plural(len(check.journals), 'journal file')} "
                           f"({check.total_bytes / 1e6:,.1f} MB) and replaying them")
@@ -212,6 +225,7 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
             except ValueError as exc:  # not a Spark Connect URL
                 raise click.BadParameter(str(exc), param_hint="--remote") from None
         else:
+            check_pyspark()  # a [cli]-only install: one sentence, not a traceback
             from pyspark.sql import SparkSession
 
             owned = SparkSession.getActiveSession() is None  # stop it at the end if ours

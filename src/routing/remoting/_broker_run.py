@@ -23,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import selectors
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -153,13 +155,49 @@ async def _admin_loop(hb: BrokerHeartbeat, host: BrokerHost, admin: asyncio.Stre
 
 
 async def _stdin_reader() -> asyncio.StreamReader | None:
+    """The admin input: stdin read by the event loop when it can watch it (a pipe, a
+    terminal, a socket); otherwise (``/dev/null`` as systemd, docker and nohup give, or a
+    regular file: epoll refuses both) read by a thread, to its end. None: no stdin."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    except (OSError, ValueError):
-        return None  # e.g. stdin is a regular file or closed: no admin input
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None  # closed or replaced: no admin input
+    if _watchable(fd):
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                         sys.stdin)
+            return reader
+        except (OSError, ValueError):
+            pass
+    threading.Thread(target=_read_to_end, args=(loop, reader, fd), daemon=True,
+                     name="routing-broker-stdin").start()
     return reader
+
+
+def _watchable(fd: int) -> bool:
+    """Whether the event loop's selector accepts ``fd`` (it refuses ``/dev/null`` and
+    regular files with EPERM, which would surface as a traceback from inside the loop)."""
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _read_to_end(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader,
+                 fd: int) -> None:
+    """Feed the lines of a stdin the loop cannot watch to ``reader``, then its end."""
+    try:
+        with open(fd, "rb", closefd=False) as stream:
+            for line in stream:
+                loop.call_soon_threadsafe(reader.feed_data, line)
+    except OSError:
+        pass
+    with contextlib.suppress(RuntimeError):  # the loop is already closed
+        loop.call_soon_threadsafe(reader.feed_eof)
 
 
 def run_broker(config: BrokerConfig, topics: Sequence[TopicConfig], **kwargs: Any) -> int:

@@ -1,0 +1,120 @@
+"""What the command line says instead of a traceback (issue 27): a missing extra is named
+in one sentence, ``routing broker`` runs with the stdin of systemd, docker or nohup
+(``/dev/null``), and bad ``--listen``/``--config`` values name the option. Extras are
+made missing in a child process by an import hook, as in a ``[cli]``-only install."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from routing.pipeline._scenarios import play
+
+TIMEOUT_S = 60.0
+
+#: Runs ``routing`` with the top-level packages named in argv[1] (comma-separated) made
+#: impossible to import.
+_WITHOUT = """
+import sys
+blocked = set(filter(None, sys.argv.pop(1).split(",")))
+class Missing:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Missing())
+sys.argv[0] = "routing"
+from routing.cli import main
+main()
+"""
+
+
+def routing_without(blocked: str, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _WITHOUT, blocked, *args], text=True,
+                          capture_output=True, timeout=TIMEOUT_S,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"}, **kw)  # type: ignore[call-overload]
+
+
+@pytest.fixture(scope="module")
+def journals(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("journals")
+    ops = [("register", 3, 0, g, 0, g, [0, 1], g % 4, 0, None, False, 4, True)
+           for g in range(2)]
+    ops += [("advance", 20_000), ("heartbeat", 3, 0, 0), ("advance", 130_000)]
+    for name, lines in play(ops, nameservers=2).items():
+        (folder / name).write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_analyze_without_pyspark_names_the_extra(journals: Path, tmp_path: Path) -> None:
+    done = routing_without("pyspark", "analyze", str(journals), "--out", str(tmp_path / "o"))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "pyspark is not installed: pip install 'rocketmq-routing[spark]' (or use --local " \
+        "to run without Spark)" in done.stderr
+
+
+def test_analyze_local_report_runs_without_spark(journals: Path, tmp_path: Path) -> None:
+    """``--local --report`` needs neither pyspark nor pandas (only pyarrow, for Parquet)."""
+    out = tmp_path / "o"
+    done = routing_without("pyspark,pandas", "analyze", str(journals), "--out", str(out),
+                           "--local", "--report")
+    assert done.returncode == 0, done.stderr
+    assert (out / "report.html").stat().st_size > 0 and (out / "timeline.png").exists()
+    assert (out / "sessions" / "part-00000.parquet").exists()
+
+
+def test_analyze_local_without_pyarrow_says_what_to_install(journals: Path,
+                                                            tmp_path: Path) -> None:
+    done = routing_without("pyspark,pandas,pyarrow", "analyze", str(journals), "--out",
+                           str(tmp_path / "o"), "--local", "--report")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Error: --local writes the tables as Parquet with pyarrow, which is not installed: "
+        "pip install pyarrow (or 'rocketmq-routing[spark]', which has it)")
+    assert not (tmp_path / "o").exists()  # said before anything ran
+
+
+@pytest.mark.parametrize("stdin", ["devnull", "file"])
+def test_broker_runs_with_a_stdin_the_event_loop_cannot_watch(tmp_path: Path,
+                                                             stdin: str) -> None:
+    """``routing broker ... < /dev/null`` (systemd, docker, nohup) printed an asyncio
+    traceback ending in PermissionError (epoll refuses /dev/null and regular files); it
+    now runs, and a file of admin commands is read to its end."""
+    commands = tmp_path / "commands"
+    commands.write_text("status\ncreate Fresh 4\n")
+    source = open(os.devnull if stdin == "devnull" else commands, "rb")  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from routing.cli import main; main()", "broker",
+             "--namesrv", "127.0.0.1:1", "--name", "broker-a", "--addr", "127.0.0.1:10911",
+             "--no-listen"], stdin=source, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    finally:
+        source.close()
+    watchdog = threading.Timer(TIMEOUT_S, proc.kill)  # a missing line fails, not hangs
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline() for _ in range(3 if stdin == "file" else 1)]
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT_S)
+    answers = [json.loads(line) for line in lines if line]
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "PermissionError" not in err, err
+    assert answers[0]["event"] == "started"
+    assert [a.get("command") for a in answers[1:]] == (
+        ["status", "create"] if stdin == "file" else [])
+    assert json.loads(out.splitlines()[-1]) == {"event": "stopped"}
