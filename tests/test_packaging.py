@@ -28,3 +28,30 @@ def test_public_names_are_exported_and_documented():
         assert hasattr(routing, name), name
         if not name.startswith("__"):
             assert f"`{name}" in api, f"{name} is not documented in docs/api.md"
+
+
+def test_one_version_everywhere():
+    """pip's metadata (setuptools reads the version from ``routing._version``),
+    ``routing.__version__`` and ``routing --version`` are one value (issue 27: they said
+    0.1.0 and 0.2.0.dev0). The installed wheel is checked by tests/package/check_wheel.py."""
+    import tomllib
+
+    from click.testing import CliRunner
+
+    import routing
+    from routing import _version
+    from routing.cli import main
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "routing._version.__version__"}
+    assert routing.__version__ == _version.__version__
+    shown = CliRunner().invoke(main, ["--version"], prog_name="routing").output
+    assert shown == f"routing, version {routing.__version__}\n"
+    # the same value setuptools computes when it builds the distribution
+    from setuptools.config.expand import read_attr
+
+    src = str(Path(__file__).parent.parent / "src")
+    assert read_attr("routing._version.__version__", package_dir={"": src},
+                     root_dir=src) == routing.__version__

@@ -50,8 +50,7 @@ from ._values import (
     TopicRouteData,
     TopicSysFlag,
 )
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = (
     "MASTER_ID",

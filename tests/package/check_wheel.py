@@ -75,6 +75,15 @@ def main() -> None:
              f"{wheels[0]}[testing,cli]"], cwd=work)
         run([str(python), "-c", "import routing, routing.heartbeat, routing.testing; "
              "assert 'site-packages' in routing.__file__, routing.__file__"], cwd=work)
+        # one version everywhere: pip's metadata, routing.__version__, routing --version
+        versions = run([str(python), "-c", "import importlib.metadata as m, routing; "
+                        "print(m.version('rocketmq-routing'), routing.__version__)"],
+                       cwd=work).split()
+        shown = run([str(env_dir / "bin" / "routing"), "--version"], cwd=work).split()[-1]
+        if len(set(versions)) != 1 or shown != versions[0] or wheels[0].name.split("-")[1] \
+                != versions[0]:
+            sys.exit(f"versions disagree: metadata/__version__ {versions}, routing --version "
+                     f"{shown}, wheel {wheels[0].name}")
         helped = run([str(env_dir / "bin" / "routing"), "--help"], cwd=work)
         for command in ("analyze", "broker", "demo", "serve", "simulate"):
             if command not in helped:

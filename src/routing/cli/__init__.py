@@ -20,6 +20,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SystemExit(
         "the routing command line needs its extra: pip install 'rocketmq-routing[cli]'") from exc
 
+from .._version import __version__
+
 __all__ = ["main"]
 
 #: command name -> (module, attribute, one-line help)
@@ -55,6 +57,6 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup)
-@click.version_option(package_name="rocketmq-routing")
+@click.version_option(version=__version__, package_name="rocketmq-routing")
 def main(**_: Any) -> None:
     """routing: the routing brain of a RocketMQ-style name server."""
