@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from routing.pipeline._scenarios import play
+from test_remoting_config import invoke_cli
 
 TIMEOUT_S = 60.0
 
@@ -118,3 +120,86 @@ def test_broker_runs_with_a_stdin_the_event_loop_cannot_watch(tmp_path: Path,
     assert [a.get("command") for a in answers[1:]] == (
         ["status", "create"] if stdin == "file" else [])
     assert json.loads(out.splitlines()[-1]) == {"event": "stopped"}
+
+
+# --------------------------------------------------------------------------- --listen, --config
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["serve", "--listen", "127.0.0.1:99999"], "--listen"),
+    (["serve", "--metrics", "127.0.0.1:70000"], "--metrics"),
+    (["broker", "--namesrv", "127.0.0.1:9876;h:123456", "--name", "b", "--addr", "h:1"],
+     "--namesrv"),
+    (["broker", "--namesrv", "127.0.0.1:9876", "--name", "b", "--addr", "h:65536"], "--addr"),
+])
+def test_a_bad_address_names_its_option_and_the_ports(args: list[str], option: str) -> None:
+    result = invoke_cli(args)
+    assert result.exit_code == 2
+    assert f"Invalid value for {option}: expected HOST:PORT with a port from 0 to 65535, " \
+        "got '" in result.output
+
+
+def test_a_port_in_use_is_said_once_and_nothing_stopped(tmp_path: Path) -> None:
+    """Before, the server logged "stopped" for a server that never started and the error
+    was asyncio's "[Errno 98] error while attempting to bind on address ..."."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = invoke_cli(["serve", "--listen", f"127.0.0.1:{port}", "--log-json",
+                             "--journal", str(tmp_path / "J")])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        f"Error: cannot listen on 127.0.0.1:{port}: address already in use")
+    events = [json.loads(line)["event"] for line in result.output.splitlines()
+              if line.startswith("{")]
+    assert "listen_failed" in events and "stopped" not in events and "listening" not in events
+    assert list((tmp_path / "J").iterdir()) == []  # no journal of a run that never was
+
+
+def _listening_port(args: list[str]) -> int:
+    """Start ``routing serve ARGS --log-json``, return the port it listens on, stop it."""
+    proc = subprocess.Popen([sys.executable, "-c", "from routing.cli import main; main()",
+                             "serve", "--log-json", *args], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    watchdog = threading.Timer(TIMEOUT_S, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stderr is not None
+        event: dict[str, object] = {}
+        while event.get("event") != "listening":
+            line = proc.stderr.readline()
+            assert line, "the server exited early"
+            event = json.loads(line)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=TIMEOUT_S) == 0
+        return int(str(event["port"]))
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT_S)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_listen_port_in_the_config_file_is_used_unless_listen_is_given(tmp_path: Path) -> None:
+    """Java's ``listenPort``/``bindAddress`` in ``--config`` were kept and silently ignored
+    (the server listened on 9876); they now say where to listen, and ``--listen`` on the
+    command line wins over them."""
+    in_file, on_command_line = _free_port(), _free_port()
+    config = tmp_path / "namesrv.properties"
+    config.write_text(f"bindAddress=127.0.0.1\nlistenPort={in_file}\n")
+    assert _listening_port(["--config", str(config)]) == in_file
+    assert _listening_port(["--config", str(config), "--listen",
+                            f"127.0.0.1:{on_command_line}"]) == on_command_line
+    config.write_text("listenPort=99999\n")
+    result = invoke_cli(["serve", "--config", str(config)])
+    assert result.exit_code == 2
+    assert f"Invalid value for --config: listenPort=99999 in {config}: expected a port from " \
+        "0 to 65535" in result.output

@@ -36,9 +36,10 @@ def system_topics(cluster: str, broker_name: str) -> list[TopicConfig]:
 def _name_servers(value: str) -> tuple[str, ...]:
     servers = tuple(s.strip() for s in value.replace(",", ";").split(";") if s.strip())
     if not servers:
-        raise click.BadParameter(f"expected 'HOST:PORT;HOST:PORT', got {value!r}")
+        raise click.BadParameter(f"expected 'HOST:PORT;HOST:PORT', got {value!r}",
+                                 param_hint="--namesrv")
     for server in servers:
-        split_listen(server)
+        split_listen(server, "--namesrv")
     return servers
 
 
@@ -85,7 +86,7 @@ def broker_command(namesrv: str, cluster: str, broker_name: str, broker_id: int,
     after unregistering from every name server.
     """
     configure_logging(log_level, as_json=log_json)
-    listen = split_listen(addr)
+    listen = split_listen(addr, "--addr")
     names = [t.strip() for t in topics.split(",") if t.strip()]
     try:
         config = BrokerConfig(

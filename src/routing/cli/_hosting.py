@@ -43,9 +43,11 @@ def configure_logging(level: str, *, as_json: bool) -> logging.Logger:
     return logger
 
 
-def split_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (IPv6 hosts in brackets) as ``(host, port)``; a click error otherwise."""
+def split_listen(value: str, option: str = "--listen") -> tuple[str, int]:
+    """``HOST:PORT`` (IPv6 hosts in brackets) as ``(host, port)``; otherwise a click error
+    naming ``option`` and the valid ports."""
     host, _, port = value.rpartition(":")
     if not host or not port.isdigit() or not 0 <= int(port) <= 65_535:
-        raise click.BadParameter(f"expected HOST:PORT, got {value!r}")
+        raise click.BadParameter(f"expected HOST:PORT with a port from 0 to 65535, got "
+                                 f"{value!r}", param_hint=option)
     return host.strip("[]"), int(port)

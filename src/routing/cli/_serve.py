@@ -12,11 +12,30 @@ import attrs
 import click
 
 from .._errors import RoutingError
-from ..remoting._config import NamesrvConfig, help_text, load_properties_file
+from ..remoting._config import NamesrvConfig, help_text, load_properties_file, parse_properties
 from ..remoting._run import run_server
 from ._hosting import configure_logging, split_listen
 
 __all__ = ["serve_command"]
+
+def listen_from_file(config_file: str, host: str, port: int) -> tuple[str, int]:
+    """``bindAddress`` and ``listenPort`` of a ``--config`` file (Java's
+    ``NettyServerConfig`` keys), each where the file sets it, else ``host``/``port``. A port
+    outside 0..65535 is a click error naming the key and the file. (The file was read and
+    its values checked by `load_properties_file` already.)"""
+    with open(config_file, encoding="utf-8") as handle:
+        entries = {key: value for _line, key, value in
+                   parse_properties(handle.read(), source=config_file)}
+    if "bindAddress" in entries:
+        host = entries["bindAddress"].strip()
+    if "listenPort" in entries:
+        text = entries["listenPort"].strip()
+        if not text.isdigit() or not 0 <= int(text) <= 65_535:
+            raise click.BadParameter(f"listenPort={text} in {config_file}: expected a port "
+                                     "from 0 to 65535", param_hint="--config")
+        port = int(text)
+    return host, port
+
 
 def _epilog() -> str:
     lines = help_text().splitlines()
@@ -25,7 +44,8 @@ def _epilog() -> str:
 
 @click.command("serve", epilog=_epilog())
 @click.option("--listen", default="127.0.0.1:9876", show_default=True, metavar="HOST:PORT",
-              help="Address to listen on (port 0 picks a free one).")
+              help="Address to listen on (port 0 picks a free one). Without it, "
+                   "bindAddress and listenPort from --config, where set.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               metavar="FILE",
               help="namesrv.properties (Java's -c): the keys below, key=value per line. "
@@ -74,12 +94,16 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
     UPDATE_NAMESRV_CONFIG (mqadmin updateNamesrvConfig) and read with GET_NAMESRV_CONFIG.
     """
     host, port = split_listen(listen)
-    metrics = split_listen(metrics_listen) if metrics_listen is not None else None
+    metrics = split_listen(metrics_listen, "--metrics") if metrics_listen is not None else None
     logger = configure_logging(log_level, as_json=log_json)
     try:
         settings = NamesrvConfig()
         if config_file is not None:
             settings, unknown = load_properties_file(config_file)
+            if click.get_current_context().get_parameter_source("listen") is not \
+                    click.core.ParameterSource.COMMANDLINE:  # the command line wins
+                host, port = listen_from_file(config_file, host, port)
+                listen = f"{host}:{port}"
             for key in unknown:
                 logger.warning("config_key_unknown file=%s key=%s (kept and reported, as Java "
                                "does; no effect)", config_file, key,

@@ -95,8 +95,8 @@ KEYS: tuple[ConfigKey, ...] = (
               "queue of other requests; SYSTEM_BUSY past it (next scan)", 1),
     ConfigKey("unRegisterBrokerQueueCapacity", "int", False, "Java only"),
     ConfigKey("enableControllerInNamesrv", "bool", False, "Java only"),
-    ConfigKey("bindAddress", "str", False, "Java only (use --listen)"),
-    ConfigKey("listenPort", "int", False, "Java only (use --listen)"),
+    ConfigKey("bindAddress", "str", False, "host to listen on without --listen"),
+    ConfigKey("listenPort", "int", False, "port to listen on without --listen"),
     ConfigKey("serverWorkerThreads", "int", False, "Java only"),
     ConfigKey("serverCallbackExecutorThreads", "int", False, "Java only"),
     ConfigKey("serverSelectorThreads", "int", False, "Java only"),
@@ -393,7 +393,7 @@ def help_text() -> str:
     start = [k for k in KEYS if not k.live and not k.help.startswith("Java only")]
     width = max(len(k.name) for k in live + start)
     rows = [f"  {k.name:<{width}}  {k.kind:<4}  {k.help}" for k in live]
-    rows += ["Read at start (318 may not change them):"]
+    rows += ["Read at start only (318 changes no running server with them):"]
     rows += [f"  {k.name:<{width}}  {k.kind:<4}  {k.help}" for k in start]
     java = ", ".join(k.name for k in KEYS if not k.live and k not in start)
     return ("Keys that take effect at once (Java names; 318 changes them at run time):\n"

@@ -11,6 +11,7 @@ import asyncio
 import glob
 import importlib
 import logging
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,12 @@ from ._kv import KVStore
 from ._processor import NameServerProcessor, RouteManager
 from ._server import NameServerHost
 
-__all__ = ["run_server", "serve"]
+__all__ = ["ListenError", "run_server", "serve"]
+
+
+class ListenError(RoutingError, OSError):
+    """The server could not listen on its address (in use, not this machine's, no
+    permission): it never started. Names the address and the reason."""
 
 
 class _Settable(Protocol):
@@ -145,8 +151,21 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
     metrics_server: Any = None
+    started = False
     try:
-        address = await host_.start()
+        try:
+            address = await host_.start()
+        except OSError as exc:  # it never listened: no "stopped" for it
+            why = os.strerror(exc.errno).lower() if exc.errno else str(exc)
+            _log(logging.ERROR, "listen_failed", host=host, port=port, error=why)
+            if journal is not None:  # its header only: no run to journal
+                journal.close()
+                path.unlink(missing_ok=True)
+                journal = None
+            failed = ListenError(f"cannot listen on {host}:{port}: {why}")
+            failed.errno = exc.errno
+            raise failed from None
+        started = True
         if metrics is not None:
             from ._metrics import start_metrics
             _, metrics_server = start_metrics(host_, *metrics)
@@ -159,7 +178,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
         await stop.wait()
         _log(logging.INFO, "shutting_down", host=address[0], port=address[1])
     finally:
-        await host_.close()
+        if started:
+            await host_.close()
         if metrics_server is not None:
             metrics_server.shutdown()
             metrics_server.server_close()
