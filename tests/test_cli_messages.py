@@ -203,3 +203,35 @@ def test_listen_port_in_the_config_file_is_used_unless_listen_is_given(tmp_path:
     assert result.exit_code == 2
     assert f"Invalid value for --config: listenPort=99999 in {config}: expected a port from " \
         "0 to 65535" in result.output
+
+
+# --------------------------------------------------------------------------- skipped files
+
+
+def test_a_pretty_printed_json_file_in_a_folder_is_skipped_and_listed(journals: Path,
+                                                                      tmp_path: Path) -> None:
+    """docs/pipeline.md: a folder's file that is not a journal by name (the ``summary.json``
+    that ``routing simulate --out`` writes) is skipped and listed in ``rejected`` with stage
+    ``skipped``. Before, the table was empty and stderr called the valid, pretty-printed
+    JSON "not JSON"."""
+    import shutil
+
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from routing.cli._analyze import analyze_command
+
+    folder = tmp_path / "sim"
+    shutil.copytree(journals, folder)
+    (folder / "summary.json").write_text(json.dumps({"groups": 2, "faults": []}, indent=1))
+    out = tmp_path / "tables"
+    result = CliRunner().invoke(analyze_command, [str(folder), "--out", str(out), "--local"])
+    assert result.exit_code == 0, result.output
+    assert f"skipped {folder / 'summary.json'}: not a journal: one JSON document over several " \
+        "lines (a journal has one JSON object per line)" in result.stderr
+    assert "not JSON" not in result.stderr
+    rows = pq.read_table(out / "rejected").to_pylist()
+    assert [(Path(r["source"]).name, r["line"], r["stage"]) for r in rows] == [
+        ("summary.json", 0, "skipped")]
+    (row,) = rows
+    assert row["reason"].startswith("not a journal file name")

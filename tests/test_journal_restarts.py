@@ -317,22 +317,22 @@ def test_the_rejected_lines_table_counts_each_kind_of_reason_once() -> None:
     summary = summarize_rows(tables)
     kinds = [(k["reason"], k["lines"], k["first"], k["last"]) for k in summary.rejected_kinds]
     assert kinds == [
-        ("seq N of … is not after the last accepted seq N (duplicate or out of order)", 6,
+        ("seq # of '*' is not after the last accepted seq # (duplicate or out of order)", 6,
          ("b.jsonl", 2), ("b.jsonl", 7)),
-        ("seq N of … is not after the last accepted seq N (duplicate or out of order; a "
+        ("seq # of '*' is not after the last accepted seq # (duplicate or out of order; a "
          "restart header that numbers from zero again must start after the last accepted ts)",
          1, ("b.jsonl", 1), ("b.jsonl", 1)),
-        ("malformed JSON: Expecting value: line N column N (char N)", 1, ("b.jsonl", 8),
+        ("malformed JSON: Expecting value: line # column # (char #)", 1, ("b.jsonl", 8),
          ("b.jsonl", 8)),
-        ("malformed JSON: Expecting property name enclosed in double quotes: line N column N "
-         "(char N)", 1, ("b.jsonl", 9), ("b.jsonl", 9))]
+        ("malformed JSON: Expecting property name enclosed in double quotes: line # column # "
+         "(char #)", 1, ("b.jsonl", 9), ("b.jsonl", 9))]
     out = io.StringIO()
     render(summary, Console(file=out, width=250, color_system=None))
     text = out.getvalue()
     assert "Rejected lines: 9 of 4 kinds" in text
     row = next(line for line in text.splitlines() if "(duplicate or out of order)" in line)
     assert [c.strip() for c in row.split("│")[1:5]] == [
-        "seq N of … is not after the last accepted seq N (duplicate or out of order)", "6",
+        "seq # of '*' is not after the last accepted seq # (duplicate or out of order)", "6",
         "b.jsonl:2", "b.jsonl:7"]
     doc = summary_json(summary)["rejected"]
     assert doc["by_kind"][0]["first"] == ["b.jsonl", 2] and doc["total"] == 9

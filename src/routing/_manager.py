@@ -195,7 +195,9 @@ class RouteInfoManager(KeepAlive):
 
     def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                    generation: int | None = None) -> bool:
-        """Remove a broker address (Java ``unregisterBroker``, applied synchronously).
+        """Remove a broker address (Java ``unregisterBroker``, applied synchronously): the
+        members of ``broker_name`` at ``broker_addr`` whatever their id (``broker_id`` only
+        decides the min-broker-id notice) and the live entry of (``cluster``, address).
 
         With ``generation``, only the live entry of that generation is removed (D2): a
         broker that re-registered since survives. True only if something was removed (D11).

@@ -188,7 +188,9 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
     remote = _remote(remote, local_engine=local_engine, master=master,
                      driver_memory=driver_memory)
     check = _check(journals, err)  # before any Spark session starts
-    sources = check.paths() if check.skipped else list(journals)
+    # Files skipped for their name are skipped by the readers too and listed in `rejected`;
+    # a journal-named file that is not a journal is left out here instead.
+    sources = list(journals) if check.skipped_by_name_only else check.paths()
     outputs: dict[str, Any] = {"report": report, "summary_json": summary_json}
     if local_engine:
         assert out_dir is not None
@@ -196,7 +198,8 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
         with RunProgress(err) as progress:
             progress.step(f"reading {plural(len(check.journals), 'journal file')} "
                           f"({check.total_bytes / 1e6:,.1f} MB) and replaying them")
-            counted = counted_sources(check.journals, check.total_bytes, progress)
+            counted = (counted_sources(check.journals, check.total_bytes, progress)
+                       if not check.skipped else None)  # (skipped files: read the paths)
             try:
                 rows = analyze_local_to(
                     out_dir, counted if counted is not None else sources, at=times,

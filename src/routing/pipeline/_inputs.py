@@ -41,6 +41,10 @@ class InputCheck:
     skipped: tuple[tuple[str, str], ...]
     remote: tuple[str, ...]
     total_bytes: int
+    #: every skipped file is a folder's file with a name that is not a journal's, which the
+    #: readers skip too, listing it in ``rejected`` (stage ``skipped``): the paths as given
+    #: can then be read as they are
+    skipped_by_name_only: bool = True
 
     def paths(self) -> list[str]:
         """What to give the readers: the journals and the URIs."""
@@ -73,10 +77,30 @@ def _why_not_journal(path: str) -> str | None:
     try:
         doc = json.loads(line)
     except (ValueError, RecursionError):
+        if _one_json_document(path):
+            return ("not a journal: one JSON document over several lines (a journal has one "
+                    "JSON object per line)")
         return "not a journal: the first line is not JSON"
     if not isinstance(doc, dict) or not ("journal" in doc or ("ns" in doc and "seq" in doc)):
         return "not a journal: the first line is neither a journal header nor a record"
     return None
+
+
+#: The largest file `_one_json_document` parses whole.
+_DOCUMENT_MAX_BYTES = 16 << 20
+
+
+def _one_json_document(path: str) -> bool:
+    """Whether ``path`` holds one JSON value spread over several lines (``summary.json``
+    as ``routing simulate`` writes it, pretty-printed); only files up to 16 MiB are parsed."""
+    try:
+        if os.path.getsize(path) > _DOCUMENT_MAX_BYTES:
+            return False
+        with open_journal_bytes(path) as handle:
+            json.loads(handle.read(_DOCUMENT_MAX_BYTES + 1))
+    except (OSError, EOFError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _parquet_ok(path: str) -> str | None:
@@ -118,6 +142,7 @@ def check_inputs(paths: Sequence[str | os.PathLike[str]]) -> InputCheck:
     journals: list[InputFile] = []
     skipped: list[tuple[str, str]] = []
     size = 0
+    by_name_only = True
     for item in found:
         if not os.access(item.path, os.R_OK):
             raise InputError(f"cannot read {item.path}: permission denied")
@@ -132,12 +157,13 @@ def check_inputs(paths: Sequence[str | os.PathLike[str]]) -> InputCheck:
             size += _size(item.path)
         else:
             skipped.append((item.path, why))
+            by_name_only = by_name_only and item.kind == "skipped"
     if not journals and not remote:
         detail = "; ".join(f"{p}: {why}" for p, why in skipped[:5])
         where = ", ".join(os.fspath(p) for p in paths)
         raise InputError(f"no journal found in {where}" + (f" ({detail})" if detail else ""))
     return InputCheck(journals=tuple(journals), skipped=tuple(skipped), remote=tuple(remote),
-                      total_bytes=size)
+                      total_bytes=size, skipped_by_name_only=by_name_only)
 
 
 def _size(path: str) -> int:

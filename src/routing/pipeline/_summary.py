@@ -88,14 +88,14 @@ _QUOTED, _NUMBER, _KIND_CHARS = "'[^']*'", "[0-9]+([.][0-9]+)?", 200
 
 
 def _reason_key(reason: str) -> str:
-    """The kind of a rejection reason: quoted names become ``…`` and numbers ``N``, so
-    ``seq 0 of 'ns:1' is not after the last accepted seq 7 (…)`` and every other seq of
+    """The kind of a rejection reason: quoted values become ``'*'`` and numbers ``#``, so
+    ``seq 0 of 'ns:1' is not after the last accepted seq 7 (...)`` and every other seq of
     every name server count as one kind; at most 200 characters.
 
     >>> _reason_key("seq 3 of '10.0.0.1:9876' is not after the last accepted seq 7")
-    'seq N of … is not after the last accepted seq N'
+    "seq # of '*' is not after the last accepted seq #"
     """
-    return re.sub(_NUMBER, "N", re.sub(_QUOTED, "…", reason))[:_KIND_CHARS]
+    return re.sub(_NUMBER, "#", re.sub(_QUOTED, "'*'", reason))[:_KIND_CHARS]
 
 
 def group_rejected(rows: Iterable[tuple[str, int, str]]) -> list[Row]:
@@ -221,8 +221,8 @@ def collect_rows(analysis: Any) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = {}
     for name, columns in _COLLECTED.items():
         out[name] = plain_rows(t[name] if columns is None else t[name].select(*columns))
-    reason = F.substring(F.regexp_replace(F.regexp_replace("reason", _QUOTED, "…"),
-                                          _NUMBER, "N"), 1, _KIND_CHARS)
+    reason = F.substring(F.regexp_replace(F.regexp_replace("reason", _QUOTED, "'*'"),
+                                          _NUMBER, "#"), 1, _KIND_CHARS)
     out["rejected_groups"] = [
         {"source": r["source"], "reason": r["reason"], "lines": int(r["lines"]),
          "first_line": int(r["first_line"]), "last_line": int(r["last_line"])}
@@ -445,8 +445,9 @@ def render(summary: Summary, console: Any = None, *, title: str = "routing analy
     if summary.rejected_total:
         kinds = summary.rejected_kinds
         rej = table(f"Rejected lines: {summary.rejected_total:,} of "
-                    f"{plural(len(kinds), 'kind')} (names shown as …, numbers as N; every "
-                    f"line is in the rejected table)", "reason", "lines", "first", "last",
+                    f"{plural(len(kinds), 'kind')} (quoted values shown as '*', numbers "
+                    f"as #; every line is in the rejected table)", "reason", "lines", "first",
+                    "last",
                     right=("lines",))
         for k in kinds[:_TOP]:
             rej.add_row(k["reason"], f"{k['lines']:,}", _place(k["first"]), _place(k["last"]))
