@@ -7,6 +7,7 @@ Subcommands are imported only when run, so ``routing --help`` never starts Spark
 - ``routing analyze``: the PySpark pipeline over journals.
 - ``routing serve``: a name server speaking RocketMQ's remoting protocol.
 - ``routing broker``: a broker's registration and heartbeat against name servers.
+- ``routing route``: a topic's route as name servers answer it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
               "Serve RocketMQ's remoting protocol (a name server for tests)."),
     "broker": ("routing.cli._broker", "broker_command",
                "Run a broker's registration and heartbeat against name servers."),
+    "route": ("routing.cli._route", "route_command",
+              "Ask name servers for a topic's route (GET_ROUTEINFO_BY_TOPIC)."),
 }
 
 

@@ -39,6 +39,7 @@ from ._bodies import (
 )
 from ._broker_host import BrokerHost
 from ._broker_run import run_broker, serve_broker
+from ._client import RouteQueryError, query_route, query_route_async
 from ._codec import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -96,6 +97,7 @@ __all__ = [
     "RemotingCommand",
     "RequestCode",
     "ResponseCode",
+    "RouteQueryError",
     "SerializeType",
     "body_crc32",
     "decode",
@@ -117,6 +119,8 @@ __all__ = [
     "load_properties_file",
     "loads",
     "parse_properties",
+    "query_route",
+    "query_route_async",
     "run_broker",
     "run_server",
     "serve",
