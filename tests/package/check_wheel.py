@@ -85,7 +85,7 @@ def main() -> None:
             sys.exit(f"versions disagree: metadata/__version__ {versions}, routing --version "
                      f"{shown}, wheel {wheels[0].name}")
         helped = run([str(env_dir / "bin" / "routing"), "--help"], cwd=work)
-        for command in ("analyze", "broker", "demo", "serve", "simulate"):
+        for command in ("analyze", "broker", "demo", "route", "serve", "simulate"):
             if command not in helped:
                 sys.exit(f"`routing --help` does not list {command}:\n{helped}")
         project = work / "user-project"
