@@ -15,8 +15,15 @@ from rich.console import Console
 
 import routing as r
 from routing.cli._analyze import analyze_command, parse_time
-from routing.journal import JournalHeader, JournalRecord, Register, Scan
-from routing.journal._calls import Heartbeat, RegisterTopic, UnregisterMany
+from routing.journal import (
+    Heartbeat,
+    JournalHeader,
+    JournalRecord,
+    Register,
+    RegisterTopic,
+    Scan,
+    UnregisterMany,
+)
 from routing.pipeline import analyze_local
 from routing.pipeline._plan import WHOLE, component_count, components, nodes_of
 from routing.pipeline._report import write_report

@@ -97,7 +97,7 @@ def next_tick_ms(first_ms: int, period_ms: int, now_ms: int) -> int:
     100000
     """
     if period_ms <= 0:
-        raise ValueError(f"period_ms must be > 0, got {period_ms!r}")
+        fail("period_ms", period_ms, "> 0")
     if now_ms < first_ms:
         return first_ms
     return first_ms + ((now_ms - first_ms) // period_ms + 1) * period_ms

@@ -16,8 +16,9 @@ from typing import ClassVar, Literal, TypeAlias
 
 import attrs
 
+from .._errors import InvalidRequest
 from .._messages import RoutingConfig
-from .._validate import attrs_check, check_int
+from .._validate import attrs_check, check_int, fail
 
 __all__ = [
     "FAULT_KINDS",
@@ -214,12 +215,13 @@ class SimConfig:
             return
         for fault in value:
             if not isinstance(fault, tuple(FAULT_KINDS.values())):
-                raise ValueError(f"SimConfig.faults: not a fault: {fault!r:.80}")
+                raise InvalidRequest(f"SimConfig.faults: not a fault: {fault!r:.80}",
+                                     field="SimConfig.faults", value=fault)
 
     @loss_rate.validator
     def _check_loss(self, attribute: object, value: float) -> None:
         if not 0.0 <= value < 1.0:
-            raise ValueError(f"SimConfig.loss_rate must be in [0, 1), got {value!r}")
+            fail("SimConfig.loss_rate", value, "in [0, 1)")
 
 
 def _profile(name: str) -> tuple[dict[str, int], int]:
@@ -228,9 +230,9 @@ def _profile(name: str) -> tuple[dict[str, int], int]:
     kinds = [k.strip() for k in name.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in FAULT_KINDS]
     if not kinds or unknown:
-        raise ValueError(f"unknown fault profile {name!r}: use one of "
-                         f"{', '.join(PROFILES)} or comma-separated kinds from "
-                         f"{', '.join(FAULT_KINDS)}")
+        raise InvalidRequest(f"unknown fault profile {name!r}: use one of "
+                             f"{', '.join(PROFILES)} or comma-separated kinds from "
+                             f"{', '.join(FAULT_KINDS)}", field="faults", value=name)
     return dict.fromkeys(kinds, 1), PROFILES["default"][1]
 
 

@@ -16,7 +16,7 @@ from typing import Literal, TypeVar
 import attrs
 
 from .._clock import ManualClock
-from .._errors import RoutingError
+from .._errors import InvalidRequest
 from .._manager import RouteInfoManager
 from .._messages import (
     ExpiredBroker,
@@ -25,8 +25,9 @@ from .._messages import (
     RouteChange,
     RoutingConfig,
 )
-from .._validate import MAX_TOPIC_LENGTH, TOPIC_PATTERN
+from .._validate import MAX_TOPIC_LENGTH, TOPIC_PATTERN, fail
 from .._values import DataVersion, Perm, TopicConfig, TopicRouteData
+from ._errors import NameServerUnavailable, UnknownName
 from ._fake_asserts import RouteAssertions
 from ._fake_clock import FakeClock, _run_until
 
@@ -37,7 +38,6 @@ __all__ = [
     "FakeClock",
     "FakeEvent",
     "FakeNameServer",
-    "NameServerUnavailable",
 ]
 
 #: A real broker's full-registration period (``registerNameServerPeriod``), in ms.
@@ -46,10 +46,6 @@ DEFAULT_REGISTER_INTERVAL_MS = 30_000
 _T = TypeVar("_T")
 
 BrokerState = Literal["new", "online", "quiet", "offline"]
-
-
-class NameServerUnavailable(RoutingError, ConnectionError):
-    """The fake name server was stopped with `FakeNameServer.stop`: requests fail."""
 
 
 @attrs.frozen(kw_only=True)
@@ -217,7 +213,7 @@ class FakeBroker:
         it with `FakeNameServer.delete_topic` (DELETE_TOPIC_IN_NAMESRV).
         """
         if self._topics.pop(topic, None) is None:
-            raise KeyError(f"{self.name} has no topic {topic!r}")
+            raise UnknownName(f"{self.name} has no topic {topic!r}", field="topic", value=topic)
         self._bump()
         self.server._log("topic_deleted", f"{topic} (version counter "
                                           f"{self.data_version.counter})", self.addr)
@@ -313,16 +309,16 @@ class FakeNameServer(RouteAssertions):
                  register_interval_ms: int | None = DEFAULT_REGISTER_INTERVAL_MS,
                  auto_scan: bool = True, name: str | None = None) -> None:
         if clock is not None and start_ms:
-            raise ValueError("pass either clock or start_ms, not both")
+            raise InvalidRequest(f"pass either clock or start_ms, not both (start_ms={start_ms})",
+                                 field="start_ms", value=start_ms)
         self.clock: ManualClock = clock if clock is not None else FakeClock(start_ms)
         self.config = config if config is not None else RoutingConfig()
         self.scan_interval_ms = (scan_interval_ms if scan_interval_ms is not None
                                  else self.config.scan_interval_ms)
         if self.scan_interval_ms <= 0:
-            raise ValueError(f"scan_interval_ms must be > 0, got {self.scan_interval_ms}")
+            fail("scan_interval_ms", self.scan_interval_ms, "> 0")
         if register_interval_ms is not None and register_interval_ms <= 0:
-            raise ValueError(f"register_interval_ms must be > 0 or None, got "
-                             f"{register_interval_ms}")
+            fail("register_interval_ms", register_interval_ms, "> 0 or None")
         self.register_interval_ms = register_interval_ms
         self.auto_scan = auto_scan
         self.name = name if name is not None else f"namesrv-{next(self._names)}"
@@ -417,7 +413,7 @@ class FakeNameServer(RouteAssertions):
         new time in ms. With a `FakeClock`, every server sharing it runs its work too."""
         target = self.clock.now_ms() + ms
         if ms < 0:
-            raise ValueError(f"time cannot go backwards: tick({ms})")
+            raise InvalidRequest(f"time cannot go backwards: tick({ms})", field="ms", value=ms)
         if isinstance(self.clock, FakeClock):
             self.clock.set(target)
         else:

@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from .._errors import InvalidType
 from .._messages import ClusterInfo, Registration, RoutingConfig
 from .._values import (
     BrokerAddr,
@@ -139,7 +140,7 @@ class RouteModel:
                 for row in rows:
                     self.rows.setdefault(topic, {})[row.broker_name] = row
                 return None
-        raise TypeError(f"not an operation: {op!r}")
+        raise InvalidType(f"not an operation: {op!r:.80}", field="operation", value=op)
 
     def _register(self, reg: Registration) -> Outcome:
         name, bid, addr, key = reg.broker_name, reg.broker_id, reg.broker_addr, (

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from .._messages import Registration, UnregisterRequest
+from .._validate import check_int
 from .._values import (
     DataVersion,
     TopicConfig,
@@ -108,8 +109,7 @@ def broker_groups(*, cluster: SearchStrategy[str] | None = None,
     for name, value in (("cluster", cluster), ("broker_name", broker_name),
                         ("addresses", addrs), ("acting", acting), ("zones", zones)):
         need_strategy(name, value)
-    if not 1 <= min_members <= max_members:
-        raise ValueError("need 1 <= min_members <= max_members")
+    check_int("min_members", min_members, low=1, high=max_members)
     return _groups(cluster, broker_name, addrs, min_members, max_members, acting, zones, True)
 
 
@@ -165,9 +165,9 @@ def fleets(*, clusters: SearchStrategy[str] | None = None,
     for name, value in (("clusters", clusters), ("broker_names", broker_names),
                         ("topics", topics), ("acting", acting), ("zones", zones)):
         need_strategy(name, value)
-    if not 1 <= min_groups <= max_groups or max_members < 1 or max_clusters < 1:
-        raise ValueError("need 1 <= min_groups <= max_groups, max_members >= 1, "
-                         "max_clusters >= 1")
+    check_int("min_groups", min_groups, low=1, high=max_groups)
+    check_int("max_members", max_members, low=1)
+    check_int("max_clusters", max_clusters, low=1)
     return _fleets(clusters, broker_names, topics, min_groups, max_groups, max_members,
                    max_clusters, max_topics, acting, zones)
 
