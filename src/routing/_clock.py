@@ -57,7 +57,7 @@ class ManualClock:
     >>> clock.set(10)
     Traceback (most recent call last):
     ...
-    routing.InvalidRequest: ManualClock cannot go backwards: set(10) but now_ms is 2000
+    routing.InvalidRequest: ManualClock cannot go backwards: set(ms=10) but now_ms is 2000
 
     Thread-safe: ``advance`` and ``set`` are atomic.
     """
@@ -79,8 +79,8 @@ class ManualClock:
         """Move forward by ``ms`` (>= 0) milliseconds; return the new time."""
         _check_int("ms", ms)
         if ms < 0:
-            raise InvalidRequest(f"ManualClock cannot go backwards: advance({ms})", field="ms",
-                                 value=ms)
+            raise InvalidRequest(f"ManualClock cannot go backwards: advance(ms={ms})",
+                                 field="ms", value=ms)
         with self._lock:
             self._now_ms += ms
             return self._now_ms
@@ -91,7 +91,7 @@ class ManualClock:
         with self._lock:
             if ms < self._now_ms:
                 raise InvalidRequest(
-                    f"ManualClock cannot go backwards: set({ms}) but now_ms is {self._now_ms}",
+                    f"ManualClock cannot go backwards: set(ms={ms}) but now_ms is {self._now_ms}",
                     field="ms", value=ms)
             self._now_ms = ms
             return ms

@@ -108,8 +108,8 @@ class Replayer:
 
     def apply(self, entry: JournalEntry) -> ReplayEvent:
         """Apply one entry and return what it did. Raises `ReplayError`."""
-        ns = entry.nameserver_id
         if isinstance(entry, JournalHeader):
+            ns = entry.nameserver_id
             clock = _ReplayClock(start_ms=entry.start_ms)
             self._clocks[ns] = clock
             self._managers[ns] = RouteInfoManager(clock=clock, config=entry.config,
@@ -119,6 +119,7 @@ class Replayer:
         if not isinstance(entry, JournalRecord):
             raise InvalidType(f"entry must be a JournalHeader or JournalRecord, got "
                               f"{entry!r:.80}", field="entry", value=entry)
+        ns = entry.nameserver_id
         manager = self._managers.get(ns)
         if manager is None:
             raise ReplayError("no header for this name server", nameserver_id=ns,

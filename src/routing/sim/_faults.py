@@ -230,7 +230,7 @@ def _profile(name: str) -> tuple[dict[str, int], int]:
     kinds = [k.strip() for k in name.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in FAULT_KINDS]
     if not kinds or unknown:
-        raise InvalidRequest(f"unknown fault profile {name!r}: use one of "
+        raise InvalidRequest(f"faults: unknown fault profile {name!r}: use one of "
                              f"{', '.join(PROFILES)} or comma-separated kinds from "
                              f"{', '.join(FAULT_KINDS)}", field="faults", value=name)
     return dict.fromkeys(kinds, 1), PROFILES["default"][1]

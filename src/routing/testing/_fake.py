@@ -413,7 +413,8 @@ class FakeNameServer(RouteAssertions):
         new time in ms. With a `FakeClock`, every server sharing it runs its work too."""
         target = self.clock.now_ms() + ms
         if ms < 0:
-            raise InvalidRequest(f"time cannot go backwards: tick({ms})", field="ms", value=ms)
+            raise InvalidRequest(f"time cannot go backwards: tick(ms={ms})", field="ms",
+                                 value=ms)
         if isinstance(self.clock, FakeClock):
             self.clock.set(target)
         else:

@@ -133,8 +133,8 @@ class Fleet:
         for g in self.groups:
             if g.broker_name == broker_name:
                 return g
-        raise UnknownName(f"the fleet has no group {broker_name!r}", field="broker_name",
-                          value=broker_name)
+        raise UnknownName(f"no group with broker_name {broker_name!r} in the fleet",
+                          field="broker_name", value=broker_name)
 
 
 # --------------------------------------------------------------------------- operations
