@@ -284,7 +284,9 @@ class FakeNameServer(RouteAssertions):
     >>> from routing.testing import FakeNameServer
     >>> ns = FakeNameServer()
     >>> a = ns.broker(name="broker-a", topics=["TopicTest"], queues=4)
-    >>> ns.assert_route("TopicTest", brokers=["broker-a"], writable_queues=4)
+    >>> route = ns.assert_route("TopicTest", brokers=["broker-a"], writable_queues=4)
+    >>> [q.broker_name for q in route.queue_datas]
+    ['broker-a']
     >>> a.go_quiet()
     >>> ns.tick(120_000)          # last_update + 120 000 == now: not yet expired (strict)
     120000

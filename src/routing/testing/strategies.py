@@ -6,10 +6,10 @@ keyword-only and takes *strategies* for the parts it builds, so you can narrow a
     >>> from hypothesis import strategies as st
     >>> from routing.testing import strategies as rst
     >>> configs = rst.topic_configs(queue_nums=st.just(4))
-    >>> rst.topic_configs(queue_nums=4)
+    >>> rst.topic_configs(queue_nums=4)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: queue_nums must be a hypothesis strategy, got 4 (use st.just(4) for a fixed value)
+    routing.InvalidType: queue_nums must be a hypothesis strategy, got 4 (use st.just(4) ...)
 
 Names are valid per spec D7; the ``invalid_*`` strategies generate the values D7 rejects.
 `fleets` generates coherent clusters (unique broker names, one cluster per group, one group
