@@ -94,6 +94,7 @@ def _system_topic(name: str) -> TopicConfig | None:
                        perm=Perm.INHERIT | Perm.READ | Perm.WRITE)
 
 
+@attrs.define(kw_only=True, eq=False, repr=False)
 class FakeBroker:
     """A broker talking to one `FakeNameServer`. Create it with `FakeNameServer.broker`.
 
@@ -102,31 +103,28 @@ class FakeBroker:
     connection stays open), ``offline`` (shut down or disconnected).
     """
 
-    def __init__(self, server: FakeNameServer, *, cluster: str, name: str, broker_id: int,
-                 addr: str, ha_server_addr: str | None, zone_name: str | None,
-                 heartbeat_timeout_ms: int | None, enable_acting_master: bool | None,
-                 topics: Mapping[str, TopicConfig], auto_register: bool) -> None:
-        self.server = server
-        self.cluster = cluster
-        self.name = name
-        self.broker_id = broker_id
-        self.addr = addr
-        self.ha_server_addr = ha_server_addr
-        self.zone_name = zone_name
-        self.heartbeat_timeout_ms = heartbeat_timeout_ms
-        self.enable_acting_master = enable_acting_master
-        #: Whether this broker re-registers on its own while online (see
-        #: `FakeNameServer` ``register_interval_ms``).
-        self.auto_register = auto_register
-        self._topics: dict[str, TopicConfig] = dict(topics)
-        self.data_version = DataVersion().next(server.clock.now_ms())
-        self.state: BrokerState = "new"
-        self.channel: FakeChannel | None = None
-        #: The generation of this broker's last accepted registration (D2), if any.
-        self.generation: int | None = None
-        #: The result of the last registration sent, accepted or not.
-        self.last_result: RegisterResult | None = None
-        self._next_register_ms: int | None = None
+    server: FakeNameServer
+    cluster: str
+    name: str
+    broker_id: int
+    addr: str
+    ha_server_addr: str | None
+    zone_name: str | None
+    heartbeat_timeout_ms: int | None
+    enable_acting_master: bool | None
+    _topics: dict[str, TopicConfig]  # the server builds it for this broker alone
+    #: Whether this broker re-registers on its own while online (see `FakeNameServer`
+    #: ``register_interval_ms``).
+    auto_register: bool
+    data_version: DataVersion = attrs.field(init=False, default=attrs.Factory(
+        lambda self: DataVersion().next(self.server.clock.now_ms()), takes_self=True))
+    state: BrokerState = attrs.field(init=False, default="new")
+    channel: FakeChannel | None = attrs.field(init=False, default=None)
+    #: The generation of this broker's last accepted registration (D2), if any.
+    generation: int | None = attrs.field(init=False, default=None)
+    #: The result of the last registration sent, accepted or not.
+    last_result: RegisterResult | None = attrs.field(init=False, default=None)
+    _next_register_ms: int | None = attrs.field(init=False, default=None)
 
     def __repr__(self) -> str:
         return (f"<FakeBroker {self.cluster}/{self.name} id={self.broker_id} {self.addr} "
@@ -380,7 +378,7 @@ class FakeNameServer(RouteAssertions):
                 q = queues if queues is not None else 16
                 table[topic] = TopicConfig(topic_name=topic, read_queue_nums=q,
                                            write_queue_nums=q)
-        handle = FakeBroker(self, cluster=cluster, name=name, broker_id=broker_id, addr=addr,
+        handle = FakeBroker(server=self, cluster=cluster, name=name, broker_id=broker_id, addr=addr,
                             ha_server_addr=ha_server_addr, zone_name=zone_name,
                             heartbeat_timeout_ms=heartbeat_timeout_ms,
                             enable_acting_master=enable_acting_master, topics=table,

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
@@ -59,6 +60,7 @@ __all__ = [
     "operation_sequences",
     "operations",
     "query_data_version_ops",
+    "register_op_types",
     "register_ops",
     "register_topic_ops",
     "registrations",
@@ -443,3 +445,33 @@ def operation_sequences(*, fleets: SearchStrategy[Fleet] | None = None, min_size
     chosen = _any_fleets() if fleets is None else fleets
     need_strategy("fleets", chosen)
     return _sequences(chosen, min_size, max_size)
+
+
+def _fleet_ops(make: Callable[..., SearchStrategy[Any]]) -> SearchStrategy[Any]:
+    return fleets().flatmap(lambda f: make(fleet=f))
+
+
+def register_op_types(register: Callable[[type, SearchStrategy[Any]], None]) -> None:
+    """Register a strategy for each fleet, request and operation type with ``register``
+    (``st.register_type_strategy``): ``st.from_type(Fleet)``, ``st.from_type(RegisterOp)``
+    and friends (operations on a fleet drawn first)."""
+    pairs: tuple[tuple[type, SearchStrategy[Any]], ...] = (
+        (Registration, registrations()),
+        (UnregisterRequest, unregister_requests()),
+        (Fleet, fleets()),
+        (GroupSpec, broker_groups()),
+        (BrokerSpec, fleets().flatmap(lambda f: st.sampled_from(f.brokers))),
+        (RegisterOp, _fleet_ops(register_ops)),
+        (HeartbeatOp, _fleet_ops(heartbeat_ops)),
+        (QueryDataVersionOp, _fleet_ops(query_data_version_ops)),
+        (AdvanceOp, advance_ops()),
+        (ScanOp, scan_ops()),
+        (UnregisterOp, _fleet_ops(unregister_ops)),
+        (CloseChannelOp, _fleet_ops(close_channel_ops)),
+        (DeleteTopicOp, _fleet_ops(delete_topic_ops)),
+        (WipeWritePermOp, _fleet_ops(wipe_write_perm_ops)),
+        (AddWritePermOp, _fleet_ops(add_write_perm_ops)),
+        (RegisterTopicOp, _fleet_ops(register_topic_ops)),
+    )
+    for cls, strategy in pairs:
+        register(cls, strategy)

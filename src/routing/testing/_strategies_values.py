@@ -4,6 +4,7 @@ face (see its docstring)."""
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
@@ -45,6 +46,7 @@ __all__ = [
     "need_strategy",
     "perms",
     "queue_datas",
+    "register_value_types",
     "routing_configs",
     "topic_configs",
     "topic_names",
@@ -367,3 +369,22 @@ def routing_configs(*, heartbeat_timeouts: SearchStrategy[int] | None = None,
                      support_acting_master=support_acting_master,
                      delete_topic_with_broker_registration=delete_topic_with_broker_registration,
                      scan_interval_ms=scan_intervals)
+
+
+def register_value_types(register: Callable[[type, SearchStrategy[Any]], None]) -> None:
+    """Register a strategy for each value type with ``register``
+    (``st.register_type_strategy``): ``st.from_type(QueueData)`` and friends."""
+    pairs: tuple[tuple[type, SearchStrategy[Any]], ...] = (
+        (DataVersion, data_versions()),
+        (TopicConfig, topic_configs()),
+        (QueueData, queue_datas()),
+        (BrokerData, broker_datas()),
+        (BrokerAddr, broker_addrs()),
+        (BrokerLiveInfo, broker_live_infos()),
+        (TopicRouteData, topic_route_datas()),
+        (RoutingConfig, routing_configs()),
+        (Perm, perms()),
+        (TopicSysFlag, topic_sys_flags()),
+    )
+    for cls, strategy in pairs:
+        register(cls, strategy)
