@@ -36,7 +36,7 @@ from .._calls import (
 from .._clock import ManualClock
 from .._errors import InvalidRequest, InvalidType
 from .._messages import ClusterInfo, ExpiredBroker, RegisterResult, VersionAnswer
-from .._validate import attrs_check, check_int
+from .._validate import non_negative
 from .._values import BrokerAddr, BrokerLiveInfo, TopicRouteData
 from ._errors import UnknownName
 
@@ -168,7 +168,7 @@ RegisterTopicOp = RegisterTopic
 class AdvanceOp:
     """Time passes: the clock moves forward by ``ms`` milliseconds (>= 0)."""
 
-    ms: int = attrs.field(validator=attrs_check(check_int, low=0))
+    ms: int = attrs.field(validator=non_negative)
 
     def describe(self) -> str:
         return f"advance {self.ms} ms"
