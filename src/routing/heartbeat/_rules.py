@@ -324,8 +324,9 @@ class SendVersionQuery:
 
 
 @attrs.frozen(kw_only=True)
-class SendHeartbeat:
-    """Send BROKER_HEARTBEAT oneway (``BrokerOuterAPI.sendHeartbeat``); no reply expected."""
+class _BrokerNotice:
+    """A request that names the broker to ``name_server`` and expects no reply: its
+    header is the broker's identity, sent within ``timeout_ms``."""
 
     name_server: str
     cluster: str
@@ -336,18 +337,16 @@ class SendHeartbeat:
 
 
 @attrs.frozen(kw_only=True)
-class SendUnregister:
+class SendHeartbeat(_BrokerNotice):
+    """Send BROKER_HEARTBEAT oneway (``BrokerOuterAPI.sendHeartbeat``); no reply expected."""
+
+
+@attrs.frozen(kw_only=True)
+class SendUnregister(_BrokerNotice):
     """Send UNREGISTER_BROKER (``BrokerOuterAPI.unregisterBroker``, 3 000 ms each).
 
     Java sends them one after the other and ignores failures; no reply is needed here.
     """
-
-    name_server: str
-    cluster: str
-    broker_addr: str
-    broker_name: str
-    broker_id: int
-    timeout_ms: int
 
 
 @attrs.frozen(kw_only=True)

@@ -403,12 +403,7 @@ class JournalReader:
             if set(args) != {"table_id"}:
                 raise _Bad("query_data_version: args.table_id excludes any other field")
             template = self._table(state, check_int("args.table_id", args["table_id"], low=1))
-            for key, value, want in (("cluster", cluster, template.cluster),
-                                     ("broker_name", name, template.broker_name),
-                                     ("broker_addr", addr, template.broker_addr)):
-                if value != want:
-                    raise _Bad(f"query_data_version: top-level {key} {value!r} differs from "
-                               f"the table's {want!r}")
+            _columns_of_table(op, cluster, name, addr, template)
             return QueryDataVersion(cluster=template.cluster, broker_addr=template.broker_addr,
                                     data_version=template.data_version)
         elif op in ("scan", "channel_closed"):
@@ -456,12 +451,7 @@ class JournalReader:
                 raise _Bad(f"register: bad table {table_id}: {exc}") from None
         else:
             template = self._table(state, table_id)
-        for key, value, want in (("cluster", cluster, template.cluster),
-                                 ("broker_name", name, template.broker_name),
-                                 ("broker_addr", addr, template.broker_addr)):
-            if value != want:
-                raise _Bad(f"register: top-level {key} {value!r} differs from the table's "
-                           f"{want!r}")
+        _columns_of_table("register", cluster, name, addr, template)
         return self._built(state, table_id, template, decode_channel(args.get("channel")))
 
     @staticmethod
@@ -476,6 +466,17 @@ class JournalReader:
         call = Register(registration=reg)
         state.built[table_id] = (channel, call)
         return call
+
+
+def _columns_of_table(op: str, cluster: Any, name: Any, addr: Any,
+                      template: Registration) -> None:
+    """A line that names a table must carry that table's cluster, group and address in its
+    top-level columns; raises `_Bad` naming the first that differs."""
+    for key, value, want in (("cluster", cluster, template.cluster),
+                             ("broker_name", name, template.broker_name),
+                             ("broker_addr", addr, template.broker_addr)):
+        if value != want:
+            raise _Bad(f"{op}: top-level {key} {value!r} differs from the table's {want!r}")
 
 
 def _lines(source: Source) -> tuple[str, Iterator[str], Any]:

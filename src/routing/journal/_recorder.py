@@ -295,19 +295,18 @@ class JournalRecorder:
 
     def wipe_write_perm(self, broker_name: str) -> int:
         """`RouteInfoManager.wipe_write_perm`, recorded as ``wipe_write_perm``."""
-        call = WipeWritePerm(broker_name=broker_name)
-        with self._lock:
-            result = self._record(call, broker_name=broker_name)
-            assert isinstance(result, int)
-            return result
+        return self._record_perm(WipeWritePerm(broker_name=broker_name))
 
     def add_write_perm(self, broker_name: str) -> int:
         """`RouteInfoManager.add_write_perm`, recorded as ``add_write_perm``."""
-        call = AddWritePerm(broker_name=broker_name)
+        return self._record_perm(AddWritePerm(broker_name=broker_name))
+
+    def _record_perm(self, call: WipeWritePerm | AddWritePerm) -> int:
+        """Record a write-permission change of a group; the count of topics it touched."""
         with self._lock:
-            result = self._record(call, broker_name=broker_name)
-            assert isinstance(result, int)
-            return result
+            result = self._record(call, broker_name=call.broker_name)
+        assert isinstance(result, int)
+        return result
 
     def _forget(self, gone: tuple[ExpiredBroker, ...]) -> None:
         for e in gone:
