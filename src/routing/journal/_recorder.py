@@ -6,20 +6,8 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .._calls import (
-    AddWritePerm,
-    Call,
-    CallResult,
-    ChannelClosed,
-    DeleteTopic,
-    Heartbeat,
-    QueryDataVersion,
-    RegisterTopic,
-    Scan,
-    Unregister,
-    UnregisterMany,
-    WipeWritePerm,
-)
+from .. import _calls as calls
+from .._calls import Call, CallResult
 from .._clock import Clock
 from .._errors import InvalidRequest
 from .._manager import RouteInfoManager
@@ -216,7 +204,7 @@ class JournalRecorder:
     def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                    generation: int | None = None) -> bool:
         """`RouteInfoManager.unregister`, recorded as ``unregister``."""
-        call = Unregister(request=UnregisterRequest(
+        call = calls.Unregister(request=UnregisterRequest(
             cluster=cluster, broker_addr=broker_addr, broker_name=broker_name,
             broker_id=broker_id, generation=generation))
         with self._lock:
@@ -226,7 +214,7 @@ class JournalRecorder:
     def unregister_many(self, requests: Iterable[UnregisterRequest]) -> tuple[bool, ...]:
         """`RouteInfoManager.unregister_many`, one ``unregister_many`` line for the batch;
         its top-level columns are set only when every request shares the value."""
-        call = UnregisterMany(requests=tuple(requests))
+        call = calls.UnregisterMany(requests=tuple(requests))
         with self._lock:
             result = self._record(call, cluster=common_value(call, "cluster"),
                                   broker_name=common_value(call, "broker_name"),
@@ -236,7 +224,7 @@ class JournalRecorder:
 
     def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
         """`RouteInfoManager.heartbeat`, recorded as ``heartbeat``."""
-        call = Heartbeat(cluster=cluster, broker_addr=broker_addr)
+        call = calls.Heartbeat(cluster=cluster, broker_addr=broker_addr)
         with self._lock:
             return bool(self._record(call, cluster=cluster,
                                      broker_name=self._groups.get((cluster, broker_addr)),
@@ -249,7 +237,7 @@ class JournalRecorder:
         When the queried version is that of the last table written for the address (the
         lightweight heartbeat of acting-master mode), ``args`` is ``{"table_id": n}``
         instead of the version itself."""
-        call = QueryDataVersion(cluster=cluster, broker_addr=broker_addr,
+        call = calls.QueryDataVersion(cluster=cluster, broker_addr=broker_addr,
                                 data_version=data_version)
         with self._lock:
             name = self._groups.get((cluster, broker_addr))
@@ -267,14 +255,14 @@ class JournalRecorder:
         """`RouteInfoManager.scan_expired`, recorded as ``scan`` (every scan, even an empty
         one: its time decides what expires)."""
         with self._lock:
-            result = self._record(Scan(), {})
+            result = self._record(calls.Scan(), {})
             assert isinstance(result, tuple)
             self._forget(result)  # type: ignore[arg-type]
             return result  # type: ignore[return-value]
 
     def on_channel_closed(self, channel: Hashable | None) -> tuple[ExpiredBroker, ...]:
         """`RouteInfoManager.on_channel_closed`, recorded as ``channel_closed``."""
-        call = ChannelClosed(channel=channel)
+        call = calls.ChannelClosed(channel=channel)
         with self._lock:
             result = self._record(call)
             assert isinstance(result, tuple)
@@ -283,25 +271,25 @@ class JournalRecorder:
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
         """`RouteInfoManager.delete_topic`, recorded as ``delete_topic``."""
-        call = DeleteTopic(topic=topic, cluster=cluster)
+        call = calls.DeleteTopic(topic=topic, cluster=cluster)
         with self._lock:
             return bool(self._record(call, cluster=cluster))
 
     def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> None:
         """`RouteInfoManager.register_topic`, recorded as ``register_topic``."""
-        call = RegisterTopic(topic=topic, queue_datas=tuple(queue_datas))
+        call = calls.RegisterTopic(topic=topic, queue_datas=tuple(queue_datas))
         with self._lock:
             self._record(call, broker_name=common_broker_name(call))
 
     def wipe_write_perm(self, broker_name: str) -> int:
         """`RouteInfoManager.wipe_write_perm`, recorded as ``wipe_write_perm``."""
-        return self._record_perm(WipeWritePerm(broker_name=broker_name))
+        return self._record_perm(calls.WipeWritePerm(broker_name=broker_name))
 
     def add_write_perm(self, broker_name: str) -> int:
         """`RouteInfoManager.add_write_perm`, recorded as ``add_write_perm``."""
-        return self._record_perm(AddWritePerm(broker_name=broker_name))
+        return self._record_perm(calls.AddWritePerm(broker_name=broker_name))
 
-    def _record_perm(self, call: WipeWritePerm | AddWritePerm) -> int:
+    def _record_perm(self, call: calls.WipeWritePerm | calls.AddWritePerm) -> int:
         """Record a write-permission change of a group; the count of topics it touched."""
         with self._lock:
             result = self._record(call, broker_name=call.broker_name)
