@@ -563,7 +563,7 @@ class ManagerSpy:
 def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
           ) -> tuple[NameServerProcessor, ManagerSpy, list[int]]:
     """A processor over a spy, and the list of body sizes whose CRC it computed."""
-    from routing.remoting import _register
+    from routing.remoting.processor import _register_broker
 
     crcs: list[int] = []
 
@@ -571,7 +571,7 @@ def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
         crcs.append(len(data))
         return body_crc32(data)
 
-    monkeypatch.setattr(_register, "body_crc32", counting_crc)
+    monkeypatch.setattr(_register_broker, "body_crc32", counting_crc)
     spy = ManagerSpy(r.RouteInfoManager(clock=clock))
     return NameServerProcessor(spy), spy, crcs  # type: ignore[arg-type]
 
@@ -644,5 +644,6 @@ def test_registration_memos_are_bounded_and_can_be_turned_off(clock: r.ManualClo
     small = NameServerProcessor(r.RouteInfoManager(clock=clock), body_cache_entries=2)
     for i in range(5):
         register(small, name=f"b{i}", addr=f"10.0.1.{i}:10911")
-    assert len(small._memo) == 2
-    assert small._memo.bytes == sum(m.size for m in small._memo._memos.values())
+    assert len(small._registrations) == 2
+    assert small._registrations.bytes == sum(
+        m.size for m in small._registrations._memos.values())

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .._errors import RoutingError
-from .._values import TopicConfig
-from ..heartbeat import Action, BrokerConfig, BrokerHeartbeat
-from ._broker_host import BrokerHost
+from ..._errors import RoutingError
+from ..._values import TopicConfig
+from ...heartbeat import Action, BrokerConfig, BrokerHeartbeat
+from ._host import BrokerHost
 
 __all__ = ["admin_command", "run_broker", "serve_broker"]
 

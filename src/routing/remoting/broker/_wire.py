@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._errors import InvalidRequest
-from .._messages import RegisterResult, VersionAnswer
-from .._values import TopicRouteData
-from ..heartbeat import (
+from ..._errors import InvalidRequest
+from ..._messages import RegisterResult, VersionAnswer
+from ..._values import TopicRouteData
+from ...heartbeat import (
     Action,
     BrokerHeartbeat,
     SendHeartbeat,
@@ -29,7 +29,7 @@ from ..heartbeat import (
     SendVersionQuery,
     member_group_from_route,
 )
-from ._bodies import (
+from ..wire._bodies import (
     RegisterBrokerBody,
     body_crc32,
     decode_broker_member_group,
@@ -39,8 +39,8 @@ from ._bodies import (
     encode_data_version,
     encode_route,
 )
-from ._codec import FLAG_ONEWAY, RemotingCommand
-from ._codes import CURRENT_VERSION, ZONE_NAME, RequestCode, ResponseCode
+from ..wire._codec import FLAG_ONEWAY, RemotingCommand
+from ..wire._codes import CURRENT_VERSION, ZONE_NAME, RequestCode, ResponseCode
 
 __all__ = ["Wanted", "deliver", "notify_fields", "request_for"]
 

@@ -7,43 +7,25 @@ per request class, each served by its own worker task: the workers take turns on
 at a time, so route reads keep being answered while registrations flood, and a request
 that finds its class's queue full (by count or by bytes) is answered SYSTEM_BUSY at once.
 Requests of one class are processed in arrival order.
-
-`BrokerLog` decides how a broker request is logged: a broker's first registration, a
-change of its topic table or version (a registration body that differs from its last) and
-its removal at INFO, an unchanged re-registration or heartbeat at DEBUG.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._codec import RemotingCommand
-from ._codes import RequestCode, ResponseCode
+from ..._errors import InvalidRequest
+from ..wire._codec import RemotingCommand
+from ..wire._codes import RequestCode
 
-if TYPE_CHECKING:
-    from ._metrics import HostMetrics
-
-__all__ = ["BUSY_REMARK", "CLIENT", "DEFAULT", "BrokerLog", "ClassQueue", "Job", "log",
-           "log_event", "request_class"]
-
-log = logging.getLogger("routing.remoting")
-
-
-def log_event(level: int, event: str, **fields: Any) -> None:
-    """One structured line: message ``event key=value ...``, the same fields in ``extra``."""
-    if log.isEnabledFor(level):
-        text = " ".join(f"{k}={v}" for k, v in fields.items())
-        log.log(level, "%s %s", event, text, extra={"event": event, **fields})
+__all__ = ["BUSY_REMARK", "CLIENT", "DEFAULT", "ClassQueue", "Job", "request_class"]
 
 CLIENT, DEFAULT = "client", "default"
 #: Java's remark when an executor rejects a request (``NettyRemotingAbstract``).
 BUSY_REMARK = "[OVERLOAD]system busy, start flow control for a while"
 _CLIENT_CODES = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC})
-_HEARTBEATS = frozenset({RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 #: What a queued job costs beyond its body (header fields, objects).
 _JOB_OVERHEAD_BYTES = 256
 
@@ -69,8 +51,9 @@ class ClassQueue:
 
     def __init__(self, name: str, *, capacity: int, max_bytes: int) -> None:
         if capacity <= 0 or max_bytes <= 0:
-            raise ValueError(f"{name} queue: capacity and max_bytes must be > 0, got "
-                             f"{capacity} and {max_bytes}")
+            raise InvalidRequest(f"{name} queue: capacity and max_bytes must be > 0, got "
+                                 f"{capacity} and {max_bytes}", field=f"{name}_queue",
+                                 value=(capacity, max_bytes))
         self.name, self.capacity, self.max_bytes = name, capacity, max_bytes
         self._jobs: collections.deque[Job] = collections.deque()
         self._bytes = 0
@@ -138,64 +121,3 @@ class ClassQueue:
         while self._jobs or self.busy:
             self._idle.clear()
             await self._idle.wait()
-
-
-class BrokerLog:
-    """Remembers each live broker's last registration body (its hash) to tell a first
-    registration or a changed table/version (INFO) from an unchanged one (DEBUG).
-    O(1) per request plus hashing the body (GB/s); one entry per live broker."""
-
-    def __init__(self) -> None:
-        self._bodies: dict[tuple[str, str], int] = {}
-
-    def registered(self, command: RemotingCommand) -> str:
-        """``first``, ``changed`` or ``unchanged`` for an accepted REGISTER_BROKER."""
-        ext = command.ext_fields
-        key = (ext.get("clusterName", ""), ext.get("brokerAddr", ""))
-        digest = hash(command.body)
-        previous = self._bodies.get(key)
-        self._bodies[key] = digest
-        if previous is None:
-            return "first"
-        return "unchanged" if previous == digest else "changed"
-
-    def removed(self, cluster: str, addr: str) -> None:
-        self._bodies.pop((cluster, addr), None)
-
-    def log(self, command: RemotingCommand, response: RemotingCommand | None,
-            channel: object, metrics: HostMetrics | None) -> None:
-        """Log one answered broker request (REGISTER/UNREGISTER_BROKER, heartbeats)."""
-        ok = response is None or response.code == ResponseCode.SUCCESS
-        code = command.code
-        kind = self.registered(command) if ok and code == RequestCode.REGISTER_BROKER else ""
-        if (kind == "unchanged" or code in _HEARTBEATS) and not log.isEnabledFor(logging.DEBUG):
-            return  # the common case: an unchanged heartbeat, not logged
-        ext = command.ext_fields
-        fields = {"cluster": ext.get("clusterName"), "broker_name": ext.get("brokerName"),
-                  "broker_id": ext.get("brokerId"), "broker_addr": ext.get("brokerAddr"),
-                  "channel": channel}
-        if code == RequestCode.REGISTER_BROKER:
-            if not ok:
-                log_event(logging.WARNING, "broker_register_failed",
-                          remark=response.remark if response else None, **fields)
-                return
-            if kind == "first":
-                log_event(logging.INFO, "broker_registered", **fields)
-            elif kind == "changed":
-                log_event(logging.INFO, "broker_changed", what="topic table or data version",
-                          **fields)
-            else:
-                log_event(logging.DEBUG, "broker_heartbeat", kind="register", **fields)
-        elif command.code == RequestCode.UNREGISTER_BROKER:
-            if ok:
-                if metrics is not None:
-                    metrics.broker_removed("unregistered")
-                self.removed(str(fields["cluster"]), str(fields["broker_addr"]))
-                log_event(logging.INFO, "broker_removed", reason="unregistered", **fields)
-        else:
-            log_event(logging.DEBUG, "broker_heartbeat",
-                      kind=RequestCode(command.code).name.lower(), **fields)
-
-    def __len__(self) -> int:
-        return len(self._bodies)
-

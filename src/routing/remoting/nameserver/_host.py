@@ -1,4 +1,4 @@
-"""An asyncio host for `NameServerProcessor` (``routing serve``; `serve` in ``_run.py``).
+"""An asyncio host for `NameServerProcessor` (``routing serve``; `serve` in ``_serve.py``).
 
 One connection is one channel (Java's Netty channel). Bytes go through a `FrameDecoder`,
 each command into its class's bounded queue (``_admission.py``: route reads, the rest;
@@ -25,26 +25,21 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ._admission import (
-    BUSY_REMARK,
-    CLIENT,
-    DEFAULT,
-    BrokerLog,
-    ClassQueue,
-    Job,
-    log,
-    request_class,
-)
-from ._admission import log_event as _log
-from ._codec import ProtocolError, RemotingCommand, encode
-from ._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from ..._errors import InvalidRequest
+from ..processor._processor import NameServerProcessor
+from ..processor._request import Notification, Outcome
+from ..wire._codec import LocalProtocolError, RemotingCommand, encode
+from ..wire._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from ._admission import BUSY_REMARK, CLIENT, DEFAULT, ClassQueue, Job, request_class
+from ._connection import Channel
 from ._connection import Connection as _Connection
-from ._processor import NameServerProcessor, Notification, Outcome
+from ._logs import log, log_broker_request
+from ._logs import log_event as _log
 
 if TYPE_CHECKING:
     from ._metrics import HostMetrics
 
-__all__ = ["Channel", "NameServerHost"]
+__all__ = ["NameServerHost"]
 
 
 _NOTIFY_TIMEOUT_S = 3.0
@@ -57,17 +52,6 @@ _TURN = 16
 _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
                            RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
-
-
-@attrs.frozen(kw_only=True)
-class Channel:
-    """The handle of one accepted connection, as the manager sees it (hashable)."""
-
-    id: int
-    peer: str
-
-    def __str__(self) -> str:
-        return f"#{self.id}({self.peer})"
 
 
 class NameServerHost:
@@ -92,16 +76,16 @@ class NameServerHost:
                  client_queue_capacity: int = 50_000, default_queue_capacity: int = 10_000,
                  queue_bytes: int = 64 * 1024 * 1024, grace_ms: int = 10_000) -> None:
         if scan_interval_ms <= 0:
-            raise ValueError(f"scan_interval_ms must be > 0, got {scan_interval_ms}")
+            raise InvalidRequest(f"scan_interval_ms must be > 0, got {scan_interval_ms}",
+                                 field="scan_interval_ms", value=scan_interval_ms)
         self.queues = {CLIENT: ClassQueue(CLIENT, capacity=client_queue_capacity,
                                           max_bytes=queue_bytes),
                        DEFAULT: ClassQueue(DEFAULT, capacity=default_queue_capacity,
                                            max_bytes=queue_bytes)}
         self.grace_ms = grace_ms
         self._workers: list[asyncio.Task[None]] = []
-        self._brokers = BrokerLog()
         self._busy_logged = 0
-        #: Set by ``--metrics`` (`routing.remoting._metrics.HostMetrics`), else None.
+        #: Set by ``--metrics`` (``nameserver/_metrics.py``'s `HostMetrics`), else None.
         self.metrics: HostMetrics | None = None
         self.processor = processor
         self.host, self.port = host, port
@@ -197,7 +181,7 @@ class NameServerHost:
     # ------------------------------------------------------------------ connections
 
     def _connection(self) -> _Connection:
-        """A new connection's protocol (`routing.remoting._connection`); all share the
+        """A new connection's protocol (``nameserver/_connection.py``); all share the
         host's receive buffer of ``read_chunk_bytes``."""
         if self._receive is None:
             self._receive = memoryview(bytearray(self.read_chunk_bytes))
@@ -243,7 +227,6 @@ class NameServerHost:
         if self.metrics is not None and outcome.removed:
             self.metrics.broker_removed("channel_closed", len(outcome.removed))
         for gone in outcome.removed:
-            self._brokers.removed(gone.cluster, gone.broker_addr)
             _log(logging.INFO, "broker_removed", reason="channel_closed",
                  cluster=gone.cluster, broker_name=gone.broker_name,
                  broker_addr=gone.broker_addr, channel=conn.channel)
@@ -307,14 +290,13 @@ class NameServerHost:
         if response is not None and conn is not None and not conn.is_closing():
             try:
                 frame = encode(response)
-            except ProtocolError as exc:  # e.g. a stored string the binary form cannot carry
+            except LocalProtocolError as exc:  # e.g. a stored string the binary form cannot carry
                 _log(logging.WARNING, "response_unencodable", channel=conn.channel, error=exc)
                 frame = encode(attrs.evolve(response, code=1, remark=f"unencodable: {exc}",
                                             ext_fields={}, body=b""))
             conn.write(frame)
         if command is not None and command.code in _BROKER_CODES:
-            self._brokers.log(command, response, conn.channel if conn else None,
-                              self.metrics)
+            log_broker_request(command, outcome, conn.channel if conn else None, self.metrics)
         elif command is not None and command.code == RequestCode.UPDATE_NAMESRV_CONFIG:
             ok = response is None or response.code == ResponseCode.SUCCESS
             _log(logging.INFO if ok else logging.WARNING, "config_update",
@@ -369,7 +351,6 @@ class NameServerHost:
             if self.metrics is not None and outcome.removed:
                 self.metrics.broker_removed("expired", len(outcome.removed))
             for gone in outcome.removed:
-                self._brokers.removed(gone.cluster, gone.broker_addr)
                 _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
                      broker_name=gone.broker_name, broker_addr=gone.broker_addr,
                      last_update_ms=gone.last_update_ms, timeout_ms=gone.timeout_ms)

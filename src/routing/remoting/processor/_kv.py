@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._errors import RoutingError
+from ..._errors import RoutingError
 
 __all__ = ["KVConfigError", "KVStore"]
 

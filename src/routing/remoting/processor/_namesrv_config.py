@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 import attrs
 
-from .._errors import InvalidRequest, RoutingError
-from .._messages import RoutingConfig
+from ..._errors import InvalidRequest, RoutingError
+from ..._messages import RoutingConfig
 
 __all__ = ["ALWAYS_BLACK_LISTED", "KEYS", "ConfigError", "ConfigKey", "NamesrvConfig",
            "from_routing", "help_text", "load_properties_file", "parse_properties"]

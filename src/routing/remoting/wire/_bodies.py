@@ -23,11 +23,11 @@ from typing import Any
 
 import attrs
 
-from .. import _json as j
-from .._errors import InvalidRequest
-from .._frozen import FrozenMap, freeze_map
-from .._messages import BrokerMemberGroup, ClusterInfo, TopicList, TopicTable
-from .._values import (
+from ... import _json as j
+from ..._errors import InvalidRequest
+from ..._frozen import FrozenMap, freeze_map
+from ..._messages import BrokerMemberGroup, ClusterInfo, TopicList, TopicTable
+from ..._values import (
     BrokerData,
     DataVersion,
     TopicConfig,
@@ -315,13 +315,14 @@ class RegisterBrokerBody:
     def _from_wrapper(cls, wrapper: Mapping[str, Any], servers: Any,
                       topics: TopicTable | None = None) -> RegisterBrokerBody:
         """The body of a parsed wrapper; ``topics``, when given, is its table already
-        decoded (`routing.remoting._table_decode`)."""
+        decoded (the processor's REGISTER_BROKER fast path, which memoises topic configs
+        per processor: ``processor/_register_broker.py``)."""
         table = j.as_mapping(j.get(wrapper, "topicConfigTable"), "topicConfigTable")
         mappings = j.as_mapping(j.get(wrapper, "topicQueueMappingInfoMap"),
                                 "topicQueueMappingInfoMap")
         if topics is None:
             # Java upserts by topicName, not the key; the table is checked as it is built
-            topics = TopicTable.of_configs([_topic_config(value) for value in table.values()])
+            topics = TopicTable.of_configs([TopicConfig.from_json(v) for v in table.values()])
         return cls(
             data_version=DataVersion.from_json(j.get(wrapper, "dataVersion") or {}),
             topics=topics,
@@ -375,35 +376,6 @@ class RegisterBrokerBody:
                 mappings[info.topic] = info
         return cls(data_version=data_version, topics=topics, topic_queue_mappings=mappings,
                    filter_servers=tuple(_address_list(servers)))
-
-
-_TOPIC_FIELDS = ("topicName", "readQueueNums", "writeQueueNums", "perm", "topicFilterType",
-                 "topicSysFlag", "order")
-_TOPIC_CACHE: dict[tuple[Any, ...], TopicConfig] = {}
-_TOPIC_CACHE_LIMIT = 100_000
-
-
-def _topic_config(doc: Any) -> TopicConfig:
-    """`TopicConfig.from_json`, memoised on the document's values (with their types, so
-    ``1`` and ``true`` stay apart). Brokers resend mostly unchanged topics: a hit costs
-    ~0.5 µs instead of ~9 µs. Only successful parses are kept; bounded."""
-    if not isinstance(doc, dict):
-        return TopicConfig.from_json(doc)
-    values = [doc.get(name) for name in _TOPIC_FIELDS]
-    attributes = doc.get("attributes")
-    try:
-        key = (*((type(v), v) for v in values),
-               tuple(sorted(attributes.items())) if isinstance(attributes, dict)
-               else (type(attributes), attributes))
-        hit = _TOPIC_CACHE.get(key)
-    except TypeError:  # an unhashable value: let from_json say what is wrong
-        return TopicConfig.from_json(doc)
-    if hit is None:
-        hit = TopicConfig.from_json(doc)
-        if len(_TOPIC_CACHE) >= _TOPIC_CACHE_LIMIT:
-            _TOPIC_CACHE.clear()
-        _TOPIC_CACHE[key] = hit
-    return hit
 
 
 def _address_list(value: Any) -> list[str]:
