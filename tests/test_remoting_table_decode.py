@@ -1,6 +1,7 @@
-"""`decode_against` (``processor/_register_broker.py``) (a changed REGISTER_BROKER body read against the
-broker's previous one) gives exactly what the full `RegisterBrokerBody.decode` gives, or
-declines (None): on random tables and edits (hypothesis) and on adversarial texts."""
+"""`decode_against` (``processor/_register_broker.py``: a changed REGISTER_BROKER body read
+against the broker's previous one) gives exactly what the full `RegisterBrokerBody.decode`
+gives, or declines (None): on random tables and edits (hypothesis) and on adversarial
+texts."""
 
 from __future__ import annotations
 
