@@ -19,7 +19,7 @@ from routing.remoting import (
     RequestCode,
     encode,
 )
-from routing.remoting.wire._codec import _decode_frame
+from routing.remoting.wire._codec import decode_frame as _decode_frame
 from routing.remoting.wire._header_cache import HeaderCache
 
 _PREFIX = struct.Struct(">ii")

@@ -65,12 +65,10 @@ from .wire._bodies import (
 from .wire._codec import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
-    FrameDecoder,
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
     RemotingCommand,
-    decode,
     encode,
 )
 from .wire._codes import (
@@ -87,6 +85,7 @@ from .wire._codes import (
     ResponseCode,
     SerializeType,
 )
+from .wire._frame_decoder import FrameDecoder, decode
 
 __all__ = [
     # wire: frames and codes

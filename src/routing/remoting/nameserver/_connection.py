@@ -24,7 +24,8 @@ from typing import cast
 
 import attrs
 
-from ..wire._codec import FrameDecoder, ProtocolError, RemotingCommand
+from ..wire._codec import ProtocolError, RemotingCommand
+from ..wire._frame_decoder import FrameDecoder
 from ._logs import log_event as _log
 
 __all__ = ["Channel", "Connection"]

@@ -60,12 +60,14 @@ class NameServerHost:
     ``port=0`` picks a free port; `start` returns the bound ``(host, port)``. Sizes are in
     bytes, times in ms. A connection that sent nothing for ``idle_timeout_ms`` is closed
     (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s; None disables), checked at each
-    scan. Requests wait in one bounded queue per class (`routing.remoting._admission`):
+    scan. Requests wait in one bounded queue per class (``nameserver/_admission.py``):
     route reads (``client_queue_capacity``, Java's 50 000) and the rest
     (``default_queue_capacity``, Java's 10 000), each also bounded by ``queue_bytes``;
     past either bound a request is answered SYSTEM_BUSY. `close` is graceful: requests
     already read are answered before the connections close (up to ``grace_ms``).
-    Use ``async with`` or `start`/`close`.
+    Use ``async with`` or `start`/`close`. Cost per request: the processor's, plus O(frame)
+    to decode and encode in place; memory per connection: a partial frame, its last body
+    and up to ``write_buffer_bytes`` of answers.
     """
 
     def __init__(self, processor: NameServerProcessor, *, host: str = "127.0.0.1",

@@ -85,6 +85,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``journal_dir``, every write call is journaled (``routing.journal``) under
     ``nameserver_id`` (default ``host:port``). ``metrics=(host, port)`` serves Prometheus
     text at ``/metrics`` there (the ``metrics`` extra). Returns the address it listened on.
+    Cost: `NameServerHost`'s per request; the KV file, when given, is written on every
+    change (O(table size)).
     """
     if settings is not None:
         if config is not None and config != settings.routing:
@@ -165,7 +167,7 @@ def run_server(host: str = "127.0.0.1", port: int = 9876, *, loop: str = "asynci
     """Blocking `serve` for the CLI: returns 0 after a graceful shutdown.
 
     ``loop`` is ``asyncio`` (the standard loop, the default) or ``uvloop`` (the ``uvloop``
-    extra; see docs/performance.md for when it pays)."""
+    extra; see docs/performance.md for when it pays). Cost: `serve`'s."""
     if loop == "asyncio":
         asyncio.run(serve(host, port, **kwargs))
         return 0
