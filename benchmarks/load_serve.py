@@ -17,8 +17,9 @@ share the machine with the server: on 2 cores the numbers are a floor, not a cei
 ``flood`` is the overload probe of issue 27: CONNECTIONS connections (each one broker)
 keep IN_FLIGHT unchanged REGISTER_BROKER requests in flight each (a new one for every
 answer) for SECONDS, far past the server's queue capacity. It reports, per connection,
-the answers (SUCCESS and SYSTEM_BUSY) and the longest time without any answer (from the
-start to the first, between two, and from the last to the end): the server promises
+the answers (SUCCESS and SYSTEM_BUSY), the time to the first answer (the start-up burst:
+every connection's IN_FLIGHT requests arrive at once) and the longest time without an
+answer after it (between two answers, or from the last to the end): the server promises
 SYSTEM_BUSY at once, so that gap should stay well under a second for every connection.
 """
 
@@ -129,7 +130,8 @@ async def _flood_connection(port: int, n: int, in_flight: int, start: float,
     frames = [encode(_register_command(n, i)) for i in range(1, 17)]
     clock = time.perf_counter
     writer.write(b"".join(frames[i % len(frames)] for i in range(in_flight)))
-    sent, last, gap = in_flight, start, 0.0
+    sent, last, between = in_flight, start, 0.0
+    first: float | None = None
     codes: dict[int, int] = {}
     while True:
         try:
@@ -141,17 +143,23 @@ async def _flood_connection(port: int, n: int, in_flight: int, start: float,
         now = clock()
         answers = decoder.feed(data)
         if answers:
-            gap, last = max(gap, now - last), now
+            if first is None:
+                first = now - start
+            else:
+                between = max(between, now - last)
+            last = now
         for answer in answers:
             codes[answer.code] = codes.get(answer.code, 0) + 1
         if now >= stop_at:
             break
         writer.write(b"".join(frames[(sent + i) % len(frames)] for i in range(len(answers))))
         sent += len(answers)
-    gap = max(gap, stop_at - last)
+    between = max(between, stop_at - last) if first is not None else 0.0
     writer.close()
     return {"connection": n, "answers": sum(codes.values()),
-            "success": codes.get(0, 0), "busy": codes.get(2, 0), "max_gap_s": gap}
+            "success": codes.get(0, 0), "busy": codes.get(2, 0),
+            "first_answer_s": first if first is not None else stop_at - start,
+            "max_gap_after_first_s": between}
 
 
 async def _flood_worker(port: int, first: int, count: int, in_flight: int, seconds: float,
@@ -173,6 +181,7 @@ def flood(connections: int, in_flight: int, seconds: float,
     """The overload probe (module docstring): per-connection answers and longest gap."""
     server = Server("asyncio", src)
     try:
+        cpu0 = _cpu_s(server.proc.pid)
         start_at = time.time() + 1.0
         procs = [subprocess.Popen(
             [sys.executable, "-m", "benchmarks.load_serve", "flood-worker", "--port",
@@ -183,17 +192,25 @@ def flood(connections: int, in_flight: int, seconds: float,
             for first in range(0, connections, CONNECTIONS_PER_PROCESS)]
         rows = sorted((row for p in procs for row in json.loads(p.communicate()[0])),
                       key=lambda row: row["connection"])
+        cpu = _cpu_s(server.proc.pid) - cpu0
     finally:
         server.stop()
+    for row in rows:
+        row["max_gap_s"] = max(row["first_answer_s"], row["max_gap_after_first_s"])
     gaps = sorted(row["max_gap_s"] for row in rows)
     return {"connections": connections, "in_flight": in_flight, "seconds": seconds,
             "server_src": str(src) if src else None,
             "max_gap_s": gaps[-1], "median_max_gap_s": statistics.median(gaps),
-            "connections_silent_over_1s": sum(g > 1.0 for g in gaps),
+            "max_gap_after_first_answer_s": max(r["max_gap_after_first_s"] for r in rows),
+            "first_answer_max_s": max(r["first_answer_s"] for r in rows),
+            "connections_silent_over_1s_after_first_answer": sum(
+                r["max_gap_after_first_s"] > 1.0 for r in rows),
             "answers_min": min(row["answers"] for row in rows),
             "answers_max": max(row["answers"] for row in rows),
             "success_total": sum(row["success"] for row in rows),
             "busy_total": sum(row["busy"] for row in rows),
+            "server_cpu_s": cpu,
+            "server_cpu_us_per_answer": 1e6 * cpu / max(1, sum(r["answers"] for r in rows)),
             "load_avg": os.getloadavg(), "rows": rows}
 
 

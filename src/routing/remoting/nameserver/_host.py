@@ -47,8 +47,6 @@ _KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG}
 #: Settings the host follows at each scan tick once UPDATE_NAMESRV_CONFIG changes them.
 _HOST_KEYS = ("scanNotActiveBrokerInterval", "clientRequestThreadPoolQueueCapacity",
               "defaultThreadPoolQueueCapacity", "serverChannelMaxIdleTimeSeconds")
-#: Requests a queue's worker serves before yielding to the other class and the readers.
-_TURN = 16
 _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
                            RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
@@ -236,13 +234,14 @@ class NameServerHost:
             self._notify(note)
 
     async def _worker(self, queue: ClassQueue) -> None:
-        """Serve one class's queue in turns of at most ``_TURN`` requests (a run of KV
-        writes together, so that they share a file write), yielding between turns so the
-        other class and the readers get theirs."""
+        """Serve one class's queue in turns (a run of KV writes together, so that they
+        share a file write), yielding between turns so the other class and the readers get
+        theirs. A turn serves as many requests as arrived since the previous one
+        (`ClassQueue.turn`): the worker keeps pace with the readers under overload."""
         kv_file = self.processor.kv.path is not None
         while True:
             job: Job | None = await queue.take()
-            served = 0
+            turn, served = queue.turn(), 0
             while job is not None:
                 try:
                     if kv_file and job.command.code in _KV_WRITES:
@@ -257,7 +256,7 @@ class NameServerHost:
                 except Exception:  # never lose the worker
                     log.exception("request worker failed", extra={"event": "worker_error"})
                 served += 1
-                job = queue.take_nowait() if served < _TURN else None
+                job = queue.take_nowait() if served < turn else None
             queue.done()
             if len(queue):  # the turn is over: let the other class and the readers in
                 await asyncio.sleep(0)
