@@ -3,7 +3,7 @@
     python -m benchmarks.load_serve [--seconds 3] [--loops asyncio,uvloop] [--out FILE]
         [--kinds route,register] [--topics 10] [--connections 1,8,64] [--server-src SRC]
     python -m benchmarks.load_serve flood [--connections 64] [--in-flight 256]
-        [--seconds 20] [--server-src SRC] [--out FILE]
+        [--seconds 20] [--queue-capacity 10000] [--server-src SRC] [--out FILE]
 
 Starts ``routing serve`` as its own process, registers one broker group (10 topics), then
 for each event loop, request kind and connection count (1, 8, 64) runs closed-loop load
@@ -34,6 +34,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -176,10 +177,15 @@ def flood_worker_main(args: argparse.Namespace) -> None:
                                         args.seconds, args.start_at)), sys.stdout)
 
 
-def flood(connections: int, in_flight: int, seconds: float,
-          src: Path | None = None) -> dict[str, Any]:
-    """The overload probe (module docstring): per-connection answers and longest gap."""
-    server = Server("asyncio", src)
+def flood(connections: int, in_flight: int, seconds: float, src: Path | None = None,
+          queue_capacity: int | None = None) -> dict[str, Any]:
+    """The overload probe (module docstring): per-connection answers and longest gap.
+    ``queue_capacity`` sets ``defaultThreadPoolQueueCapacity`` (Java's 10 000)."""
+    config = None
+    if queue_capacity is not None:
+        config = Path(tempfile.mkdtemp()) / "namesrv.properties"
+        config.write_text(f"defaultThreadPoolQueueCapacity={queue_capacity}\n")
+    server = Server("asyncio", src, config)
     try:
         cpu0 = _cpu_s(server.proc.pid)
         start_at = time.time() + 1.0
@@ -199,6 +205,7 @@ def flood(connections: int, in_flight: int, seconds: float,
         row["max_gap_s"] = max(row["first_answer_s"], row["max_gap_after_first_s"])
     gaps = sorted(row["max_gap_s"] for row in rows)
     return {"connections": connections, "in_flight": in_flight, "seconds": seconds,
+            "queue_capacity": queue_capacity or 10_000,
             "server_src": str(src) if src else None,
             "max_gap_s": gaps[-1], "median_max_gap_s": statistics.median(gaps),
             "max_gap_after_first_answer_s": max(r["max_gap_after_first_s"] for r in rows),
@@ -233,9 +240,12 @@ class Server:
     """``routing serve`` in its own process; ``src`` runs another checkout's sources (to
     compare with main), and loop ``default`` passes no ``--loop`` (older servers)."""
 
-    def __init__(self, loop: str, src: Path | None = None) -> None:
+    def __init__(self, loop: str, src: Path | None = None,
+                 config: Path | None = None) -> None:
         command = [sys.executable, "-c", "from routing.cli import main; main()", "serve",
                    "--listen", "127.0.0.1:0", "--log-json"]
+        if config is not None:
+            command += ["--config", str(config)]
         if loop != "default":
             command += ["--loop", loop]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -387,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     flooding.add_argument("--in-flight", type=int, default=256)
     flooding.add_argument("--seconds", type=float, default=20.0)
     flooding.add_argument("--server-src", type=Path, default=None)
+    flooding.add_argument("--queue-capacity", type=int, default=None,
+                          help="the server's defaultThreadPoolQueueCapacity (10000)")
     flooding.add_argument("--out", type=Path, default=None)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=0.5)
@@ -409,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
         flood_worker_main(args)
         return 0
     if args.command == "flood":
-        result = flood(args.connections, args.in_flight, args.seconds, args.server_src)
+        result = flood(args.connections, args.in_flight, args.seconds, args.server_src,
+                       args.queue_capacity)
         print(json.dumps({k: v for k, v in result.items() if k != "rows"}), flush=True)
         if args.out is not None:
             args.out.write_text(json.dumps(result, indent=1) + "\n")
