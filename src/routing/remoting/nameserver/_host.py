@@ -2,8 +2,9 @@
 
 One connection is one channel (Java's Netty channel). Bytes go through a `FrameDecoder`,
 each command into its class's bounded queue (``_admission.py``: route reads, the rest;
-SYSTEM_BUSY past the bound), through the processor in that queue's worker, and each
-response back through `encode`. A closed connection calls ``on_channel_closed`` once what
+SYSTEM_BUSY past the bound or the connection's fair share), through the processor in that
+queue's worker (a turn as long as what arrived since the last), and each response back
+through `encode`. A closed connection calls ``on_channel_closed`` once what
 it sent is answered; a timer calls ``scan_expired`` every ``scan_interval_ms`` and closes
 the expired brokers' connections. Per-connection memory is bounded: reads of at most
 ``read_chunk_bytes``, one partial frame (``max_frame_bytes``), and a write buffer above
