@@ -99,10 +99,13 @@ class ClassQueue:
         self.high_water = 0
 
     def __len__(self) -> int:
+        """Jobs queued, all connections together."""
         return self._count
 
     @property
     def queued_bytes(self) -> int:
+        """Bytes the queued jobs hold (each body plus a fixed overhead), at most
+        ``max_bytes``."""
         return self._bytes
 
     def offer(self, job: Job) -> bool:
