@@ -2,6 +2,8 @@
 
     python -m benchmarks.load_serve [--seconds 3] [--loops asyncio,uvloop] [--out FILE]
         [--kinds route,register] [--topics 10] [--connections 1,8,64] [--server-src SRC]
+    python -m benchmarks.load_serve flood [--connections 64] [--in-flight 256]
+        [--seconds 20] [--queue-capacity 10000] [--server-src SRC] [--out FILE]
 
 Starts ``routing serve`` as its own process, registers one broker group (10 topics), then
 for each event loop, request kind and connection count (1, 8, 64) runs closed-loop load
@@ -11,6 +13,14 @@ REGISTER_BROKER (each connection is one broker re-registering the same body). Re
 requests/s, p50/p99 latency, response bytes, the server's CPU seconds per request and its
 RSS; then opens 1 000 idle connections and reports the RSS again. The load generators
 share the machine with the server: on 2 cores the numbers are a floor, not a ceiling.
+
+``flood`` is the overload probe of issue 27: CONNECTIONS connections (each one broker)
+keep IN_FLIGHT unchanged REGISTER_BROKER requests in flight each (a new one for every
+answer) for SECONDS, far past the server's queue capacity. It reports, per connection,
+the answers (SUCCESS and SYSTEM_BUSY), the time to the first answer (the start-up burst:
+every connection's IN_FLIGHT requests arrive at once) and the longest time without an
+answer after it (between two answers, or from the last to the end): the server promises
+SYSTEM_BUSY at once, so that gap should stay well under a second for every connection.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -108,6 +119,108 @@ def worker_main(args: argparse.Namespace) -> None:
     json.dump(result, sys.stdout)
 
 
+# --------------------------------------------------------------------------- the flood
+
+
+async def _flood_connection(port: int, n: int, in_flight: int, start: float,
+                            stop_at: float) -> dict[str, Any]:
+    """One broker keeping ``in_flight`` unchanged registrations outstanding until
+    ``stop_at``: the answers by code and the longest silence (s)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    decoder = FrameDecoder()
+    frames = [encode(_register_command(n, i)) for i in range(1, 17)]
+    clock = time.perf_counter
+    writer.write(b"".join(frames[i % len(frames)] for i in range(in_flight)))
+    sent, last, between = in_flight, start, 0.0
+    first: float | None = None
+    codes: dict[int, int] = {}
+    while True:
+        try:
+            data = await asyncio.wait_for(reader.read(256 * 1024), max(0.0, stop_at - clock()))
+        except TimeoutError:
+            break
+        if not data:
+            raise ConnectionError("server closed the connection")
+        now = clock()
+        answers = decoder.feed(data)
+        if answers:
+            if first is None:
+                first = now - start
+            else:
+                between = max(between, now - last)
+            last = now
+        for answer in answers:
+            codes[answer.code] = codes.get(answer.code, 0) + 1
+        if now >= stop_at:
+            break
+        writer.write(b"".join(frames[(sent + i) % len(frames)] for i in range(len(answers))))
+        sent += len(answers)
+    between = max(between, stop_at - last) if first is not None else 0.0
+    writer.close()
+    return {"connection": n, "answers": sum(codes.values()),
+            "success": codes.get(0, 0), "busy": codes.get(2, 0),
+            "first_answer_s": first if first is not None else stop_at - start,
+            "max_gap_after_first_s": between}
+
+
+async def _flood_worker(port: int, first: int, count: int, in_flight: int, seconds: float,
+                        start_at: float) -> list[dict[str, Any]]:
+    await asyncio.sleep(max(0.0, start_at - time.time()))  # every process starts together
+    start = time.perf_counter()
+    return list(await asyncio.gather(*(
+        _flood_connection(port, first + i, in_flight, start, start + seconds)
+        for i in range(count))))
+
+
+def flood_worker_main(args: argparse.Namespace) -> None:
+    json.dump(asyncio.run(_flood_worker(args.port, args.first, args.count, args.in_flight,
+                                        args.seconds, args.start_at)), sys.stdout)
+
+
+def flood(connections: int, in_flight: int, seconds: float, src: Path | None = None,
+          queue_capacity: int | None = None) -> dict[str, Any]:
+    """The overload probe (module docstring): per-connection answers and longest gap.
+    ``queue_capacity`` sets ``defaultThreadPoolQueueCapacity`` (Java's 10 000)."""
+    config = None
+    if queue_capacity is not None:
+        config = Path(tempfile.mkdtemp()) / "namesrv.properties"
+        config.write_text(f"defaultThreadPoolQueueCapacity={queue_capacity}\n")
+    server = Server("asyncio", src, config)
+    try:
+        cpu0 = _cpu_s(server.proc.pid)
+        start_at = time.time() + 1.0
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.load_serve", "flood-worker", "--port",
+             str(server.port), "--first", str(first),
+             "--count", str(min(CONNECTIONS_PER_PROCESS, connections - first)),
+             "--in-flight", str(in_flight), "--seconds", str(seconds),
+             "--start-at", str(start_at)], stdout=subprocess.PIPE, text=True)
+            for first in range(0, connections, CONNECTIONS_PER_PROCESS)]
+        rows = sorted((row for p in procs for row in json.loads(p.communicate()[0])),
+                      key=lambda row: row["connection"])
+        cpu = _cpu_s(server.proc.pid) - cpu0
+    finally:
+        server.stop()
+    for row in rows:
+        row["max_gap_s"] = max(row["first_answer_s"], row["max_gap_after_first_s"])
+    gaps = sorted(row["max_gap_s"] for row in rows)
+    return {"connections": connections, "in_flight": in_flight, "seconds": seconds,
+            "queue_capacity": queue_capacity or 10_000,
+            "server_src": str(src) if src else None,
+            "max_gap_s": gaps[-1], "median_max_gap_s": statistics.median(gaps),
+            "max_gap_after_first_answer_s": max(r["max_gap_after_first_s"] for r in rows),
+            "first_answer_max_s": max(r["first_answer_s"] for r in rows),
+            "connections_silent_over_1s_after_first_answer": sum(
+                r["max_gap_after_first_s"] > 1.0 for r in rows),
+            "answers_min": min(row["answers"] for row in rows),
+            "answers_max": max(row["answers"] for row in rows),
+            "success_total": sum(row["success"] for row in rows),
+            "busy_total": sum(row["busy"] for row in rows),
+            "server_cpu_s": cpu,
+            "server_cpu_us_per_answer": 1e6 * cpu / max(1, sum(r["answers"] for r in rows)),
+            "load_avg": os.getloadavg(), "rows": rows}
+
+
 # --------------------------------------------------------------------------- the server
 
 
@@ -127,9 +240,12 @@ class Server:
     """``routing serve`` in its own process; ``src`` runs another checkout's sources (to
     compare with main), and loop ``default`` passes no ``--loop`` (older servers)."""
 
-    def __init__(self, loop: str, src: Path | None = None) -> None:
+    def __init__(self, loop: str, src: Path | None = None,
+                 config: Path | None = None) -> None:
         command = [sys.executable, "-c", "from routing.cli import main; main()", "serve",
                    "--listen", "127.0.0.1:0", "--log-json"]
+        if config is not None:
+            command += ["--config", str(config)]
         if loop != "default":
             command += ["--loop", loop]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -269,6 +385,21 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--seconds", type=float, default=3.0)
     worker.add_argument("--warmup", type=float, default=0.5)
     worker.add_argument("--topics", type=int, default=len(TOPICS))
+    flood_worker = sub.add_parser("flood-worker", help="internal: one flood process")
+    flood_worker.add_argument("--port", type=int, required=True)
+    flood_worker.add_argument("--first", type=int, default=0)
+    flood_worker.add_argument("--count", type=int, default=1)
+    flood_worker.add_argument("--in-flight", type=int, default=256)
+    flood_worker.add_argument("--seconds", type=float, default=20.0)
+    flood_worker.add_argument("--start-at", type=float, required=True)
+    flooding = sub.add_parser("flood", help="the overload probe (see above)")
+    flooding.add_argument("--connections", type=int, default=64)
+    flooding.add_argument("--in-flight", type=int, default=256)
+    flooding.add_argument("--seconds", type=float, default=20.0)
+    flooding.add_argument("--server-src", type=Path, default=None)
+    flooding.add_argument("--queue-capacity", type=int, default=None,
+                          help="the server's defaultThreadPoolQueueCapacity (10000)")
+    flooding.add_argument("--out", type=Path, default=None)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=0.5)
     parser.add_argument("--loops", default="asyncio,uvloop")
@@ -285,6 +416,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "worker":
         worker_main(args)
+        return 0
+    if args.command == "flood-worker":
+        flood_worker_main(args)
+        return 0
+    if args.command == "flood":
+        result = flood(args.connections, args.in_flight, args.seconds, args.server_src,
+                       args.queue_capacity)
+        print(json.dumps({k: v for k, v in result.items() if k != "rows"}), flush=True)
+        if args.out is not None:
+            args.out.write_text(json.dumps(result, indent=1) + "\n")
         return 0
     started = time.time()
     reports = [bench(args.loops.split(","), args.seconds, args.warmup,

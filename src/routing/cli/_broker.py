@@ -2,7 +2,7 @@
 
 A fake broker in front of a real name server (RocketMQ's or ``routing serve``): it
 registers its topics, keeps the heartbeat, follows topic changes typed on stdin (see
-``routing.remoting._broker_run``), reconnects with backoff and unregisters on SIGTERM.
+``routing.remoting.serve_broker``), reconnects with backoff and unregisters on SIGTERM.
 Loaded lazily by ``routing.cli``.
 """
 
@@ -13,7 +13,7 @@ import click
 from .._errors import RoutingError
 from .._values import TopicConfig
 from ..heartbeat import BrokerConfig
-from ..remoting._broker_run import run_broker
+from ..remoting import run_broker
 from ._hosting import configure_logging, split_listen
 
 __all__ = ["broker_command"]

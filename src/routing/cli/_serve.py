@@ -12,8 +12,7 @@ import attrs
 import click
 
 from .._errors import RoutingError
-from ..remoting._config import NamesrvConfig, help_text, load_properties_file
-from ..remoting._run import run_server
+from ..remoting import NamesrvConfig, help_text, load_properties_file, run_server
 from ._hosting import configure_logging, split_listen
 
 __all__ = ["serve_command"]

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._errors import RoutingError
+from ..._errors import RoutingError
 
 __all__ = ["KVConfigError", "KVStore"]
 
@@ -28,7 +28,8 @@ _Op = tuple[str, str, str, str]
 
 
 class KVConfigError(RoutingError):
-    """The KV file cannot be read, parsed or written; names the file."""
+    """The KV file cannot be read, parsed or written; names the file. Raised after the
+    O(size) read or write failed; nothing changed."""
 
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(f"{path}: {message}")

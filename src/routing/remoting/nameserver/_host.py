@@ -1,9 +1,10 @@
-"""An asyncio host for `NameServerProcessor` (``routing serve``; `serve` in ``_run.py``).
+"""An asyncio host for `NameServerProcessor` (``routing serve``; `serve` in ``_serve.py``).
 
 One connection is one channel (Java's Netty channel). Bytes go through a `FrameDecoder`,
 each command into its class's bounded queue (``_admission.py``: route reads, the rest;
-SYSTEM_BUSY past the bound), through the processor in that queue's worker, and each
-response back through `encode`. A closed connection calls ``on_channel_closed`` once what
+SYSTEM_BUSY past the bound or the connection's fair share), through the processor in that
+queue's worker (a turn as long as what arrived since the last), and each response back
+through `encode`. A closed connection calls ``on_channel_closed`` once what
 it sent is answered; a timer calls ``scan_expired`` every ``scan_interval_ms`` and closes
 the expired brokers' connections. Per-connection memory is bounded: reads of at most
 ``read_chunk_bytes``, one partial frame (``max_frame_bytes``), and a write buffer above
@@ -25,26 +26,21 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ._admission import (
-    BUSY_REMARK,
-    CLIENT,
-    DEFAULT,
-    BrokerLog,
-    ClassQueue,
-    Job,
-    log,
-    request_class,
-)
-from ._admission import log_event as _log
-from ._codec import ProtocolError, RemotingCommand, encode
-from ._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from ..._errors import InvalidRequest
+from ..processor._processor import NameServerProcessor
+from ..processor._request import Notification, Outcome
+from ..wire._codec import LocalProtocolError, RemotingCommand, encode
+from ..wire._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from ._admission import BUSY_REMARK, CLIENT, DEFAULT, ClassQueue, Job, request_class
+from ._connection import Channel
 from ._connection import Connection as _Connection
-from ._processor import NameServerProcessor, Notification, Outcome
+from ._logs import log, log_broker_request
+from ._logs import log_event as _log
 
 if TYPE_CHECKING:
     from ._metrics import HostMetrics
 
-__all__ = ["Channel", "NameServerHost"]
+__all__ = ["NameServerHost"]
 
 
 _NOTIFY_TIMEOUT_S = 3.0
@@ -52,22 +48,9 @@ _KV_WRITES = frozenset({RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG}
 #: Settings the host follows at each scan tick once UPDATE_NAMESRV_CONFIG changes them.
 _HOST_KEYS = ("scanNotActiveBrokerInterval", "clientRequestThreadPoolQueueCapacity",
               "defaultThreadPoolQueueCapacity", "serverChannelMaxIdleTimeSeconds")
-#: Requests a queue's worker serves before yielding to the other class and the readers.
-_TURN = 16
 _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
                            RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
-
-
-@attrs.frozen(kw_only=True)
-class Channel:
-    """The handle of one accepted connection, as the manager sees it (hashable)."""
-
-    id: int
-    peer: str
-
-    def __str__(self) -> str:
-        return f"#{self.id}({self.peer})"
 
 
 class NameServerHost:
@@ -76,12 +59,14 @@ class NameServerHost:
     ``port=0`` picks a free port; `start` returns the bound ``(host, port)``. Sizes are in
     bytes, times in ms. A connection that sent nothing for ``idle_timeout_ms`` is closed
     (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s; None disables), checked at each
-    scan. Requests wait in one bounded queue per class (`routing.remoting._admission`):
+    scan. Requests wait in one bounded queue per class (``nameserver/_admission.py``):
     route reads (``client_queue_capacity``, Java's 50 000) and the rest
     (``default_queue_capacity``, Java's 10 000), each also bounded by ``queue_bytes``;
     past either bound a request is answered SYSTEM_BUSY. `close` is graceful: requests
     already read are answered before the connections close (up to ``grace_ms``).
-    Use ``async with`` or `start`/`close`.
+    Use ``async with`` or `start`/`close`. Cost per request: the processor's, plus O(frame)
+    to decode and encode in place; memory per connection: a partial frame, its last body
+    and up to ``write_buffer_bytes`` of answers.
     """
 
     def __init__(self, processor: NameServerProcessor, *, host: str = "127.0.0.1",
@@ -92,16 +77,16 @@ class NameServerHost:
                  client_queue_capacity: int = 50_000, default_queue_capacity: int = 10_000,
                  queue_bytes: int = 64 * 1024 * 1024, grace_ms: int = 10_000) -> None:
         if scan_interval_ms <= 0:
-            raise ValueError(f"scan_interval_ms must be > 0, got {scan_interval_ms}")
+            raise InvalidRequest(f"scan_interval_ms must be > 0, got {scan_interval_ms}",
+                                 field="scan_interval_ms", value=scan_interval_ms)
         self.queues = {CLIENT: ClassQueue(CLIENT, capacity=client_queue_capacity,
                                           max_bytes=queue_bytes),
                        DEFAULT: ClassQueue(DEFAULT, capacity=default_queue_capacity,
                                            max_bytes=queue_bytes)}
         self.grace_ms = grace_ms
         self._workers: list[asyncio.Task[None]] = []
-        self._brokers = BrokerLog()
         self._busy_logged = 0
-        #: Set by ``--metrics`` (`routing.remoting._metrics.HostMetrics`), else None.
+        #: Set by ``--metrics`` (``nameserver/_metrics.py``'s `HostMetrics`), else None.
         self.metrics: HostMetrics | None = None
         self.processor = processor
         self.host, self.port = host, port
@@ -197,7 +182,7 @@ class NameServerHost:
     # ------------------------------------------------------------------ connections
 
     def _connection(self) -> _Connection:
-        """A new connection's protocol (`routing.remoting._connection`); all share the
+        """A new connection's protocol (``nameserver/_connection.py``); all share the
         host's receive buffer of ``read_chunk_bytes``."""
         if self._receive is None:
             self._receive = memoryview(bytearray(self.read_chunk_bytes))
@@ -243,7 +228,6 @@ class NameServerHost:
         if self.metrics is not None and outcome.removed:
             self.metrics.broker_removed("channel_closed", len(outcome.removed))
         for gone in outcome.removed:
-            self._brokers.removed(gone.cluster, gone.broker_addr)
             _log(logging.INFO, "broker_removed", reason="channel_closed",
                  cluster=gone.cluster, broker_name=gone.broker_name,
                  broker_addr=gone.broker_addr, channel=conn.channel)
@@ -251,13 +235,14 @@ class NameServerHost:
             self._notify(note)
 
     async def _worker(self, queue: ClassQueue) -> None:
-        """Serve one class's queue in turns of at most ``_TURN`` requests (a run of KV
-        writes together, so that they share a file write), yielding between turns so the
-        other class and the readers get theirs."""
+        """Serve one class's queue in turns (a run of KV writes together, so that they
+        share a file write), yielding between turns so the other class and the readers get
+        theirs. A turn serves as many requests as arrived since the previous one
+        (`ClassQueue.turn`): the worker keeps pace with the readers under overload."""
         kv_file = self.processor.kv.path is not None
         while True:
             job: Job | None = await queue.take()
-            served = 0
+            turn, served = queue.turn(), 0
             while job is not None:
                 try:
                     if kv_file and job.command.code in _KV_WRITES:
@@ -272,7 +257,7 @@ class NameServerHost:
                 except Exception:  # never lose the worker
                     log.exception("request worker failed", extra={"event": "worker_error"})
                 served += 1
-                job = queue.take_nowait() if served < _TURN else None
+                job = queue.take_nowait() if served < turn else None
             queue.done()
             if len(queue):  # the turn is over: let the other class and the readers in
                 await asyncio.sleep(0)
@@ -307,14 +292,13 @@ class NameServerHost:
         if response is not None and conn is not None and not conn.is_closing():
             try:
                 frame = encode(response)
-            except ProtocolError as exc:  # e.g. a stored string the binary form cannot carry
+            except LocalProtocolError as exc:  # e.g. a stored string the binary form cannot carry
                 _log(logging.WARNING, "response_unencodable", channel=conn.channel, error=exc)
                 frame = encode(attrs.evolve(response, code=1, remark=f"unencodable: {exc}",
                                             ext_fields={}, body=b""))
             conn.write(frame)
         if command is not None and command.code in _BROKER_CODES:
-            self._brokers.log(command, response, conn.channel if conn else None,
-                              self.metrics)
+            log_broker_request(command, outcome, conn.channel if conn else None, self.metrics)
         elif command is not None and command.code == RequestCode.UPDATE_NAMESRV_CONFIG:
             ok = response is None or response.code == ResponseCode.SUCCESS
             _log(logging.INFO if ok else logging.WARNING, "config_update",
@@ -369,7 +353,6 @@ class NameServerHost:
             if self.metrics is not None and outcome.removed:
                 self.metrics.broker_removed("expired", len(outcome.removed))
             for gone in outcome.removed:
-                self._brokers.removed(gone.cluster, gone.broker_addr)
                 _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
                      broker_name=gone.broker_name, broker_addr=gone.broker_addr,
                      last_update_ms=gone.last_update_ms, timeout_ms=gone.timeout_ms)

@@ -1,4 +1,4 @@
-"""RocketMQ remoting frames, sans-I/O: `RemotingCommand`, `FrameDecoder`, `encode`, `decode`.
+"""RocketMQ remoting commands, sans-I/O: `RemotingCommand`, `encode`, one frame's decoding.
 
 Wire layout of one frame (all integers big-endian; Java ``RemotingCommand.encode`` and
 ``NettyDecoder``)::
@@ -14,9 +14,13 @@ The binary header (Java ``RocketMQSerializable``)::
     int32 remark_length, remark (UTF-8),
     int32 ext_length, then ext_length bytes of (int16 key_length, key, int32 value_length, value)
 
-Nothing here touches a socket: the host feeds received bytes to a `FrameDecoder` and writes
-what `encode` returns. Every malformed input raises `ProtocolError`, after which a decoder
-refuses further input; the host then closes the connection, as Java's ``NettyDecoder`` does.
+Nothing here touches a socket: the host feeds received bytes to a `FrameDecoder`
+(``_frame_decoder.py``: the stream, cut into frames decoded here) and writes what `encode`
+returns. Errors are split as h11 splits them, under one `ProtocolError` base:
+bytes from the peer that break the protocol raise `RemoteProtocolError`, after which a
+decoder refuses further input and the host closes the connection, as Java's
+``NettyDecoder`` does; a command this side builds or encodes that the protocol cannot carry
+raises `LocalProtocolError` (also a ``ValueError``), and nothing is sent.
 """
 
 from __future__ import annotations
@@ -29,18 +33,20 @@ from typing import Any, cast
 
 import attrs
 
-from .._errors import RoutingError
-from .._frozen import FrozenMap, freeze_map
-from ._codes import CURRENT_VERSION, MAX_FRAME_BYTES, LanguageCode, SerializeType
-from ._header_memo import HeaderMemo
+from ..._errors import RoutingError
+from ..._frozen import FrozenMap, freeze_map
+from ._codes import CURRENT_VERSION, LanguageCode, SerializeType
+from ._header_cache import HeaderCache
 
 __all__ = [
     "FLAG_ONEWAY",
     "FLAG_RESPONSE",
-    "FrameDecoder",
+    "HEADER_LENGTH_MASK",
+    "LocalProtocolError",
     "ProtocolError",
+    "RemoteProtocolError",
     "RemotingCommand",
-    "decode",
+    "decode_frame",
     "encode",
 ]
 
@@ -51,7 +57,8 @@ FLAG_ONEWAY = 2
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT16_MIN, _INT16_MAX = -(2**15), 2**15 - 1
-_HEADER_LENGTH_MASK = 0xFFFFFF
+#: The 24 low bits of the header-length word: the header's length.
+HEADER_LENGTH_MASK = 0xFFFFFF
 _FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remark length
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
@@ -60,10 +67,13 @@ _LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
 
 
 class ProtocolError(RoutingError):
-    """A frame or header broke the remoting protocol; the message says what was wrong.
+    """The remoting protocol was broken; the message says what was wrong.
 
+    The base of `RemoteProtocolError` (the peer's bytes) and `LocalProtocolError` (this
+    side's command), as h11 splits them; ``except ProtocolError`` catches both.
     ``commands`` holds the commands a `FrameDecoder.feed` call decoded from the same input
-    before the bad frame (Java processes those before closing the connection).
+    before the bad frame (Java processes those before closing the connection); it is
+    empty for a local error. Raising one costs nothing beyond the message.
     """
 
     def __init__(self, message: str, *, commands: tuple[RemotingCommand, ...] = ()) -> None:
@@ -71,10 +81,25 @@ class ProtocolError(RoutingError):
         self.commands = commands
 
 
+class RemoteProtocolError(ProtocolError):
+    """The peer's bytes broke the protocol: a bad length, header word or header, or a
+    `FrameDecoder` fed again after such an error. The decoder is closed: close the
+    connection (after processing ``commands``). Found as soon as the bad bytes arrive,
+    at no extra cost."""
+
+
+class LocalProtocolError(ProtocolError, ValueError):
+    """This side asked for what the protocol cannot carry: a `RemotingCommand` field of
+    the wrong type or range, or an `encode` that cannot be represented (a header over
+    16 MiB, a code over 16 bits in the binary form, an unpaired surrogate). Nothing was
+    built or sent; also a ``ValueError``. Raised by the O(fields) checks, at no extra
+    cost."""
+
+
 def _int32(value: Any) -> int:
     if (not isinstance(value, int) or isinstance(value, bool)
             or not _INT32_MIN <= value <= _INT32_MAX):
-        raise ProtocolError(f"RemotingCommand int fields must be 32-bit signed integers, "
+        raise LocalProtocolError(f"RemotingCommand int fields must be 32-bit signed integers, "
                             f"got {value!r:.40}")
     return int(value)
 
@@ -83,7 +108,8 @@ def _remark(value: Any) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise ProtocolError(f"RemotingCommand.remark must be a string or None, got {value!r:.80}")
+        raise LocalProtocolError(
+            f"RemotingCommand.remark must be a string or None, got {value!r:.80}")
     return value
 
 
@@ -91,7 +117,7 @@ def _ext_fields(value: Any) -> FrozenMap[str, str]:
     table: FrozenMap[str, str] = freeze_map(value)
     for key, item in table.items():
         if not isinstance(key, str) or not isinstance(item, str):
-            raise ProtocolError(
+            raise LocalProtocolError(
                 f"RemotingCommand.ext_fields must map str to str, got {key!r:.40}: {item!r:.40}")
     return table
 
@@ -103,7 +129,8 @@ def _body(value: Any) -> bytes:
         return value
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
-    raise ProtocolError(f"RemotingCommand.body must be bytes, got {type(value).__name__}")
+    raise LocalProtocolError(
+        f"RemotingCommand.body must be bytes, got {type(value).__name__}")
 
 
 def _language(value: Any) -> LanguageCode:
@@ -116,7 +143,8 @@ def _language(value: Any) -> LanguageCode:
             return LanguageCode.OTHER
     if isinstance(value, str):
         return _LANGUAGE_BY_NAME.get(value, LanguageCode.OTHER)
-    raise ProtocolError(f"RemotingCommand.language must be a LanguageCode, got {value!r:.40}")
+    raise LocalProtocolError(
+        f"RemotingCommand.language must be a LanguageCode, got {value!r:.40}")
 
 
 @attrs.frozen(kw_only=True)
@@ -127,9 +155,11 @@ class RemotingCommand:
     An empty ``remark`` is stored as ``None`` and a missing body as ``b""``, because the wire
     cannot tell them apart. ``serialize_type`` says which header form `encode` writes; a
     decoded command keeps the form it arrived in. Unknown language codes become ``OTHER``.
+    Construction checks every field, O(fields) (a `LocalProtocolError` names the bad one);
+    the decoder and `make_response` build theirs unchecked, about 10x cheaper.
 
     >>> cmd = RemotingCommand(code=105, opaque=7, ext_fields={"topic": "TopicTest"})
-    >>> decode(encode(cmd)) == cmd
+    >>> decode_frame(memoryview(encode(cmd))[4:]) == cmd
     True
     >>> cmd.make_response(17, "no route").is_response
     True
@@ -206,11 +236,12 @@ def _trusted(code: int, language: LanguageCode, version: int, opaque: int, flag:
 # --------------------------------------------------------------------------- encoding
 
 
-def _utf8(text: str, what: str) -> bytes:
+def _utf8(text: str, what: str,
+          error: type[ProtocolError] = LocalProtocolError) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ProtocolError(f"{what} is not encodable as UTF-8 ({exc.reason})") from None
+        raise error(f"{what} is not encodable as UTF-8 ({exc.reason})") from None
 
 
 _dump = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -229,7 +260,7 @@ def _json_header(cmd: RemotingCommand) -> bytes:
 
 def _binary_header(cmd: RemotingCommand) -> bytes:
     if not (_INT16_MIN <= cmd.code <= _INT16_MAX and _INT16_MIN <= cmd.version <= _INT16_MAX):
-        raise ProtocolError(
+        raise LocalProtocolError(
             f"code {cmd.code} or version {cmd.version} does not fit the 16-bit fields of the "
             "ROCKETMQ binary header; use the JSON header")
     remark = _utf8(cmd.remark, "remark") if cmd.remark is not None else b""
@@ -239,7 +270,7 @@ def _binary_header(cmd: RemotingCommand) -> bytes:
     for key, value in cmd.ext_fields.items():
         k, v = _utf8(key, "ext field name"), _utf8(value, f"ext field {key!r}")
         if len(k) > _INT16_MAX:
-            raise ProtocolError(f"ext field name of {len(k)} bytes exceeds the 16-bit length")
+            raise LocalProtocolError(f"ext field name of {len(k)} bytes exceeds the 16-bit length")
         parts += (_INT16.pack(len(k)), k, _INT32.pack(len(v)), v)
         ext_length += 6 + len(k) + len(v)
     parts[2] = _INT32.pack(ext_length)
@@ -249,19 +280,19 @@ def _binary_header(cmd: RemotingCommand) -> bytes:
 def encode(command: RemotingCommand) -> bytes:
     """The whole frame of ``command``, length prefix included, in its ``serialize_type``.
 
-    Java ``RemotingCommand.encode``. Cost: O(header + body). Raises `ProtocolError` when
-    the command cannot be represented (a header over 16 MiB, a code over 16 bits in the
+    Java ``RemotingCommand.encode``. Cost: O(header + body). Raises `LocalProtocolError`
+    when the command cannot be represented (a header over 16 MiB, a code over 16 bits in the
     binary form, a string with an unpaired surrogate).
     """
     if command.serialize_type is SerializeType.ROCKETMQ:
         header = _binary_header(command)
     else:
         header = _json_header(command)
-    if len(header) > _HEADER_LENGTH_MASK:
-        raise ProtocolError(f"header of {len(header)} bytes exceeds the 24-bit header length")
+    if len(header) > HEADER_LENGTH_MASK:
+        raise LocalProtocolError(f"header of {len(header)} bytes exceeds the 24-bit header length")
     length = 4 + len(header) + len(command.body)
     if length > _INT32_MAX:
-        raise ProtocolError(f"frame of {length} bytes exceeds the 32-bit length field")
+        raise LocalProtocolError(f"frame of {length} bytes exceeds the 32-bit length field")
     word = (int(command.serialize_type) << 24) | len(header)
     return b"".join((_PREFIX.pack(length, word), header, command.body))
 
@@ -278,34 +309,35 @@ def _decode_binary_header(frame: memoryview, start: int, end: int,
                           ) -> tuple[int, int, int, int, int, str | None, dict[str, str]]:
     size = end - start
     if size < _FIXED.size + 4:
-        raise ProtocolError(f"ROCKETMQ header of {size} bytes is shorter than its "
+        raise RemoteProtocolError(f"ROCKETMQ header of {size} bytes is shorter than its "
                             f"{_FIXED.size + 4}-byte fixed part")
     code, language, version, opaque, flag, remark_length = _FIXED.unpack_from(frame, start)
     pos = start + _FIXED.size
     if remark_length < 0 or remark_length > end - pos - 4:
-        raise ProtocolError(f"ROCKETMQ header remark length {remark_length} overruns the header")
+        raise RemoteProtocolError(
+            f"ROCKETMQ header remark length {remark_length} overruns the header")
     remark = _text(frame[pos:pos + remark_length]) if remark_length else None
     pos += remark_length
     (ext_length,) = _INT32.unpack_from(frame, pos)
     pos += 4
     if ext_length < 0 or ext_length != end - pos:
-        raise ProtocolError(f"ROCKETMQ header ext-fields length {ext_length} does not match the "
-                            f"{end - pos} bytes left in the header")
+        raise RemoteProtocolError(f"ROCKETMQ header ext-fields length {ext_length} does not "
+                                  f"match the {end - pos} bytes left in the header")
     ext: dict[str, str] = {}
     while pos < end:
         if end - pos < 2:
-            raise ProtocolError("ROCKETMQ header ext field name length is truncated")
+            raise RemoteProtocolError("ROCKETMQ header ext field name length is truncated")
         (key_length,) = _INT16.unpack_from(frame, pos)
         pos += 2
         if key_length < 0 or key_length > end - pos - 4:
-            raise ProtocolError(f"ROCKETMQ header ext field name length {key_length} overruns "
-                                "the header")
+            raise RemoteProtocolError(f"ROCKETMQ header ext field name length {key_length} "
+                                      "overruns the header")
         key = _text(frame[pos:pos + key_length])
         pos += key_length
         (value_length,) = _INT32.unpack_from(frame, pos)
         pos += 4
         if value_length < 0 or value_length > end - pos:
-            raise ProtocolError(f"ROCKETMQ header ext field {key!r:.40} value length "
+            raise RemoteProtocolError(f"ROCKETMQ header ext field {key!r:.40} value length "
                                 f"{value_length} overruns the header")
         ext[key] = _text(frame[pos:pos + value_length])
         pos += value_length
@@ -315,7 +347,7 @@ def _decode_binary_header(frame: memoryview, start: int, end: int,
 def _json_int(doc: Mapping[str, Any], key: str, default: int | None) -> int:
     value = doc.get(key, default)
     if value is None or type(value) is not int or not _INT32_MIN <= value <= _INT32_MAX:
-        raise ProtocolError(f"malformed header JSON: {key!r} must be a 32-bit integer, "
+        raise RemoteProtocolError(f"malformed header JSON: {key!r} must be a 32-bit integer, "
                             f"got {value!r:.40}")
     return value
 
@@ -329,7 +361,7 @@ def _ext_value(key: str, value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    raise ProtocolError(f"malformed header JSON: extFields[{key!r:.40}] is not a scalar")
+    raise RemoteProtocolError(f"malformed header JSON: extFields[{key!r:.40}] is not a scalar")
 
 
 #: The standard decoder's scanner (json.scanner's C one where built): text, start ->
@@ -362,9 +394,9 @@ def _decode_json_header(raw: memoryview | bytes,
     try:
         doc = _loads(text)
     except (ValueError, RecursionError) as exc:
-        raise ProtocolError(f"malformed header JSON ({exc})") from None
+        raise RemoteProtocolError(f"malformed header JSON ({exc})") from None
     if not isinstance(doc, dict):
-        raise ProtocolError(f"malformed header JSON: expected an object, got {text[:60]!r}")
+        raise RemoteProtocolError(f"malformed header JSON: expected an object, got {text[:60]!r}")
     # The checks inline the common case (a plain int, a known language name) and call
     # the checking helpers, in the same order, for anything else: same errors, fewer calls.
     code = doc.get("code")
@@ -374,15 +406,16 @@ def _decode_json_header(raw: memoryview | bytes,
     if type(language) is str:
         lang = _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
     elif not isinstance(language, int) or isinstance(language, bool):
-        raise ProtocolError(f"malformed header JSON: language {language!r:.40}")
+        raise RemoteProtocolError(f"malformed header JSON: language {language!r:.40}")
     else:
         lang = _language(language)
     remark = doc.get("remark")
     if remark is not None and not isinstance(remark, str):
-        raise ProtocolError(f"malformed header JSON: remark must be a string, got {remark!r:.40}")
+        raise RemoteProtocolError(
+            f"malformed header JSON: remark must be a string, got {remark!r:.40}")
     raw_ext = doc.get("extFields")
     if raw_ext is not None and not isinstance(raw_ext, dict):
-        raise ProtocolError("malformed header JSON: extFields must be an object")
+        raise RemoteProtocolError("malformed header JSON: extFields must be an object")
     ext: dict[str, str] = {}
     for key, value in (raw_ext or {}).items():
         if type(value) is str:  # nearly every field: no call
@@ -393,7 +426,7 @@ def _decode_json_header(raw: memoryview | bytes,
                 ext[key] = item
     if "\\u" in text or "\\U" in text:  # escapes may smuggle in unpaired surrogates
         for item in (remark or "", *ext, *ext.values()):
-            _utf8(item, "header JSON string")
+            _utf8(item, "header JSON string", RemoteProtocolError)
     version, opaque, flag = doc.get("version", 0), doc.get("opaque", 0), doc.get("flag", 0)
     if not (type(version) is int and type(opaque) is int and type(flag) is int
             and _INT32_MIN <= version <= _INT32_MAX and _INT32_MIN <= opaque <= _INT32_MAX
@@ -403,16 +436,16 @@ def _decode_json_header(raw: memoryview | bytes,
     return (code, lang, version, opaque, flag, remark, ext)
 
 
-def _decode_frame(frame: memoryview, memo: HeaderMemo | None = None) -> RemotingCommand:
+def decode_frame(frame: memoryview, memo: HeaderCache | None = None) -> RemotingCommand:
     """Decode one frame without its length prefix (Java ``RemotingCommand.decode``); with
     ``memo`` (the connection's), a JSON header it remembers but for the opaque is not
-    parsed again (`HeaderMemo`)."""
+    parsed again (`HeaderCache`)."""
     if len(frame) < 4:
-        raise ProtocolError(f"frame of {len(frame)} bytes has no header-length word")
+        raise RemoteProtocolError(f"frame of {len(frame)} bytes has no header-length word")
     (word,) = _INT32.unpack_from(frame, 0)
-    kind, header_length = (word >> 24) & 0xFF, word & _HEADER_LENGTH_MASK
+    kind, header_length = (word >> 24) & 0xFF, word & HEADER_LENGTH_MASK
     if header_length > len(frame) - 4:
-        raise ProtocolError(f"header length {header_length} is longer than the frame "
+        raise RemoteProtocolError(f"header length {header_length} is longer than the frame "
                             f"({len(frame) - 4} bytes after the header-length word)")
     end = 4 + header_length
     if kind == SerializeType.JSON and memo is not None:
@@ -435,7 +468,7 @@ def _decode_frame(frame: memoryview, memo: HeaderMemo | None = None) -> Remoting
         language = _language(lang)
         serialize_type = SerializeType.ROCKETMQ
     else:
-        raise ProtocolError(f"unknown serialize type {kind} in the header-length word")
+        raise RemoteProtocolError(f"unknown serialize type {kind} in the header-length word")
     body = bytes(frame[end:]) if memo is None else memo.body(frame[end:])
     return _trusted(code, language, version, opaque, flag, remark or None,
                     _adopt(ext) if ext else _EMPTY, body, serialize_type)
@@ -452,118 +485,3 @@ def _adopt(fields: dict[str, str]) -> FrozenMap[str, str]:
     _FROZEN_DATA(frozen, fields)
     _FROZEN_HASH(frozen, None)
     return frozen
-
-
-def _check_length(length: int, max_frame_bytes: int) -> None:
-    if length < 0:
-        raise ProtocolError(f"negative frame length {length}")
-    if length < 4:
-        raise ProtocolError(f"frame length {length} is shorter than the 4-byte header-length word")
-    if length + 4 > max_frame_bytes:
-        raise ProtocolError(f"frame length {length} (+4-byte prefix) exceeds the maximum frame "
-                            f"size of {max_frame_bytes} bytes")
-
-
-def decode(data: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> RemotingCommand:
-    """Decode exactly one whole frame, length prefix included. O(frame size).
-
-    Raises `ProtocolError` if ``data`` is not exactly one valid frame.
-    """
-    view = memoryview(data)
-    if len(view) < 4:
-        raise ProtocolError(f"{len(view)} bytes cannot hold the 4-byte length prefix")
-    (length,) = _INT32.unpack_from(view, 0)
-    _check_length(length, max_frame_bytes)
-    if length != len(view) - 4:
-        raise ProtocolError(f"frame length {length} does not match the {len(view) - 4} bytes "
-                            "after the prefix")
-    return _decode_frame(view[4:])
-
-
-class FrameDecoder:
-    """Turns a byte stream, in any chunking, into whole `RemotingCommand` values.
-
-    Java's ``NettyDecoder`` (a ``LengthFieldBasedFrameDecoder`` with a 16 MiB limit, prefix
-    included). It buffers at most one partial frame, so memory stays below
-    ``max_frame_bytes`` plus one fed chunk. A length, header word or header that breaks the
-    protocol raises `ProtocolError` (as soon as its first bytes arrive where possible); the
-    decoder then refuses further input and the host should close the connection.
-
-    >>> dec = FrameDecoder()
-    >>> frame = encode(RemotingCommand(code=106))
-    >>> dec.feed(frame[:5]), [c.code for c in dec.feed(frame[5:] + frame)]
-    ([], [106, 106])
-    """
-
-    __slots__ = ("_buf", "_error", "_headers", "max_frame_bytes")
-
-    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
-        if max_frame_bytes < 8:
-            raise ValueError(f"max_frame_bytes must be at least 8, got {max_frame_bytes}")
-        #: The largest frame accepted, 4-byte length prefix included (bytes).
-        self.max_frame_bytes = max_frame_bytes
-        self._buf = bytearray()
-        self._error: str | None = None
-        self._headers = HeaderMemo()
-
-    @property
-    def buffered(self) -> int:
-        """Bytes received but not yet part of a whole frame."""
-        return len(self._buf)
-
-    @property
-    def closed(self) -> bool:
-        """True after a `ProtocolError`: every later `feed` raises."""
-        return self._error is not None
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
-        """Add received bytes; return the commands completed by them, in order.
-
-        Cost: O(len(data)) plus the decoding of each completed frame: frames wholly inside
-        ``data`` (``bytes``, or a byte ``memoryview`` such as a receive buffer: the
-        commands never refer to it) with nothing buffered are decoded in place, only a
-        trailing partial frame is copied. On a protocol error the exception's ``commands`` carries
-        the commands decoded before the bad frame.
-        """
-        if self._error is not None:
-            raise ProtocolError(f"decoder closed after an earlier error: {self._error}")
-        buf = self._buf
-        if not buf and (type(data) is bytes or (type(data) is memoryview and data.ndim == 1
-                                                and data.format == "B")):
-            source: bytes | bytearray | memoryview = data  # decoded in place
-        else:
-            buf += data
-            source = buf
-        commands: list[RemotingCommand] = []
-        headers = self._headers
-        pos, size = 0, len(source)
-        try:
-            with memoryview(source) as view:
-                while size - pos >= 4:
-                    (length,) = _INT32.unpack_from(view, pos)
-                    _check_length(length, self.max_frame_bytes)
-                    if size - pos >= 8:
-                        (word,) = _INT32.unpack_from(view, pos + 4)
-                        kind, header_length = (word >> 24) & 0xFF, word & _HEADER_LENGTH_MASK
-                        if kind > SerializeType.ROCKETMQ:
-                            raise ProtocolError(
-                                f"unknown serialize type {kind} in the header-length word")
-                        if header_length > length - 4:
-                            raise ProtocolError(
-                                f"header length {header_length} is longer than the frame "
-                                f"({length - 4} bytes after the header-length word)")
-                    end = pos + 4 + length
-                    if end > size:
-                        break
-                    commands.append(_decode_frame(view[pos + 4:end], headers))
-                    pos = end
-        except ProtocolError as exc:
-            self._error = str(exc)
-            self._buf = bytearray()
-            raise ProtocolError(str(exc), commands=tuple(commands)) from None
-        if source is buf:
-            if pos:
-                del buf[:pos]
-        elif pos < size:
-            buf += source[pos:] if pos else source
-        return commands

@@ -15,21 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._errors import InvalidRequest
-from .._messages import RegisterResult, VersionAnswer
-from .._values import TopicRouteData
-from ..heartbeat import (
-    Action,
-    BrokerHeartbeat,
-    SendHeartbeat,
-    SendMemberGroupQuery,
-    SendRegistration,
-    SendTopicRegistration,
-    SendUnregister,
-    SendVersionQuery,
-    member_group_from_route,
-)
-from ._bodies import (
+from ... import heartbeat
+from ..._errors import InvalidRequest
+from ..._messages import RegisterResult, VersionAnswer
+from ..._values import TopicRouteData
+from ...heartbeat import Action, BrokerHeartbeat
+from ..wire._bodies import (
     RegisterBrokerBody,
     body_crc32,
     decode_broker_member_group,
@@ -39,8 +30,8 @@ from ._bodies import (
     encode_data_version,
     encode_route,
 )
-from ._codec import FLAG_ONEWAY, RemotingCommand
-from ._codes import CURRENT_VERSION, ZONE_NAME, RequestCode, ResponseCode
+from ..wire._codec import FLAG_ONEWAY, RemotingCommand
+from ..wire._codes import CURRENT_VERSION, ZONE_NAME, RequestCode, ResponseCode
 
 __all__ = ["Wanted", "deliver", "notify_fields", "request_for"]
 
@@ -48,7 +39,8 @@ __all__ = ["Wanted", "deliver", "notify_fields", "request_for"]
 Wanted = tuple[RemotingCommand, int | None]
 
 
-def _identity(a: SendVersionQuery | SendHeartbeat | SendUnregister) -> dict[str, str]:
+def _identity(a: heartbeat.SendVersionQuery | heartbeat.SendHeartbeat | heartbeat.SendUnregister,
+              ) -> dict[str, str]:
     return {"brokerAddr": a.broker_addr, "brokerId": str(a.broker_id),
             "brokerName": a.broker_name, "clusterName": a.cluster}
 
@@ -60,7 +52,7 @@ def request_for(action: Action, opaque: int, *, compressed: bool = False) -> Wan
     ext: dict[str, str]
     body = b""
     oneway = False
-    if isinstance(action, SendRegistration):
+    if isinstance(action, heartbeat.SendRegistration):
         reg = action.registration
         ext = {"brokerAddr": reg.broker_addr, "brokerId": str(reg.broker_id),
                "brokerName": reg.broker_name, "clusterName": reg.cluster,
@@ -77,18 +69,18 @@ def request_for(action: Action, opaque: int, *, compressed: bool = False) -> Wan
                                       compressed=compressed)
         ext["bodyCrc32"] = str(body_crc32(body))
         code, oneway = RequestCode.REGISTER_BROKER, action.oneway
-    elif isinstance(action, SendVersionQuery):
+    elif isinstance(action, heartbeat.SendVersionQuery):
         ext, body = _identity(action), encode_data_version(action.data_version)
         code, oneway = RequestCode.QUERY_DATA_VERSION, action.oneway
-    elif isinstance(action, SendHeartbeat):
+    elif isinstance(action, heartbeat.SendHeartbeat):
         ext, code, oneway = _identity(action), RequestCode.BROKER_HEARTBEAT, True
-    elif isinstance(action, SendUnregister):
+    elif isinstance(action, heartbeat.SendUnregister):
         ext, code = _identity(action), RequestCode.UNREGISTER_BROKER
-    elif isinstance(action, SendTopicRegistration):
+    elif isinstance(action, heartbeat.SendTopicRegistration):
         ext = {"topic": action.topic}
         body = encode_route(TopicRouteData(queue_datas=(action.queue_data,)), standard=False)
         code = RequestCode.REGISTER_TOPIC_IN_NAMESRV
-    elif isinstance(action, SendMemberGroupQuery):
+    elif isinstance(action, heartbeat.SendMemberGroupQuery):
         if action.via_route:
             ext, code = {"topic": action.route_topic}, RequestCode.GET_ROUTEINFO_BY_TOPIC
         else:
@@ -120,7 +112,7 @@ def deliver(hb: BrokerHeartbeat, name_server: str, action: Action,
         return hb.on_failure(name_server, rid)
     ok = response.code == ResponseCode.SUCCESS
     try:
-        if isinstance(action, SendRegistration):
+        if isinstance(action, heartbeat.SendRegistration):
             if not ok:
                 return hb.on_error_response(name_server, rid)
             ext: Mapping[str, str] = response.ext_fields
@@ -128,20 +120,20 @@ def deliver(hb: BrokerHeartbeat, name_server: str, action: Action,
             return hb.on_register_reply(name_server, rid, RegisterResult(
                 accepted=True, master_addr=ext.get("masterAddr") or None,
                 ha_server_addr=ext.get("haServerAddr") or None), kv_table=kv)
-        if isinstance(action, SendVersionQuery):
+        if isinstance(action, heartbeat.SendVersionQuery):
             if not ok:
                 return hb.on_error_response(name_server, rid)
             return hb.on_version_reply(name_server, rid,
                                        _version_answer(response))
-        if isinstance(action, SendTopicRegistration):
+        if isinstance(action, heartbeat.SendTopicRegistration):
             return (hb.on_topic_reply(name_server, rid) if ok
                     else hb.on_error_response(name_server, rid))
-        if isinstance(action, SendMemberGroupQuery):
+        if isinstance(action, heartbeat.SendMemberGroupQuery):
             if not ok or not response.body:
                 return hb.on_member_group(name_server, rid, None)
             if action.via_route:
-                group = member_group_from_route(decode_route(response.body), action.cluster,
-                                                action.broker_name)
+                group = heartbeat.member_group_from_route(
+                    decode_route(response.body), action.cluster, action.broker_name)
             else:
                 group = decode_broker_member_group(response.body)
             return hb.on_member_group(name_server, rid, group)

@@ -5,7 +5,7 @@ A broker re-sends the same request header again and again (REGISTER_BROKER every
 heartbeats every few seconds) with one difference: ``opaque``, the request number. Java's
 fastjson writes the header's fields in alphabetical order, so the number sits between a
 fixed prefix (``{"code":103,"extFields":{...},"flag":0,"language":"JAVA","opaque":``)
-and a fixed suffix. `HeaderMemo` keeps, per prefix, the suffix and what the whole header
+and a fixed suffix. `HeaderCache` keeps, per prefix, the suffix and what the whole header
 decoded to; a header with a known prefix, a plain integer and the same suffix decodes to
 the remembered fields with the new opaque: about 1 µs instead of about 5 µs (the JSON
 scan of a dozen strings and the checks of every field). No Java counterpart.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["HeaderMemo"]
+__all__ = ["HeaderCache"]
 
 _KEY = b',"opaque":'
 _DIGITS = re.compile(rb"-?(?:0|[1-9][0-9]*)(?=[,}])").match
@@ -31,7 +31,7 @@ _DIGITS = re.compile(rb"-?(?:0|[1-9][0-9]*)(?=[,}])").match
 _ENTRIES = 8
 
 
-class HeaderMemo:
+class HeaderCache:
     """Per connection: header prefix -> (suffix, decoded fields). Not thread-safe (one per
     `FrameDecoder`); at most ``_ENTRIES`` headers of a few hundred bytes."""
 
@@ -44,9 +44,10 @@ class HeaderMemo:
     def body(self, view: memoryview) -> bytes:
         """``bytes(view)``, but the connection's previous body object itself when ``view``
         holds the same bytes (one memcmp, no allocation): a broker re-sends its body
-        unchanged, and the processor's memo then sees the very object it keeps
-        (`routing.remoting._memo`), so its comparison is an identity test. Holds one body
-        per connection, which that memo holds too in the steady state. O(len(view))."""
+        unchanged, and the processor's registration cache then sees the very object it
+        keeps (``processor/_register_broker.py``), so its comparison is an identity test.
+        Holds one body per connection, which that cache holds too in the steady state.
+        O(len(view))."""
         last = self._last_body
         if len(last) == len(view) and last and last.startswith(view):
             return last

@@ -10,15 +10,44 @@ from __future__ import annotations
 import http.server
 import importlib
 import threading
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sized
+from typing import Any, Protocol
 
-from .._errors import RoutingError
+from ..._errors import RoutingError
 
-if TYPE_CHECKING:
-    from ._server import NameServerHost
+__all__ = ["HostMetrics", "MeteredHost", "start_metrics"]
 
-__all__ = ["HostMetrics", "start_metrics"]
+
+class _Queue(Sized, Protocol):
+    @property
+    def rejected(self) -> int: ...
+
+
+class _KV(Protocol):
+    @property
+    def writes(self) -> int: ...
+
+
+class _Processor(Protocol):
+    @property
+    def manager(self) -> object: ...
+    @property
+    def kv(self) -> _KV: ...
+
+
+class MeteredHost(Protocol):
+    """What the metrics read of a host at scrape time (`NameServerHost` has it): its
+    processor (live brokers, KV writes), its open channels and its queues by class; and
+    where they are attached (``metrics``)."""
+
+    metrics: HostMetrics | None
+
+    @property
+    def processor(self) -> _Processor: ...
+    @property
+    def channels(self) -> tuple[object, ...]: ...
+    @property
+    def queues(self) -> Mapping[str, _Queue]: ...
 
 #: Latency buckets in seconds: 50 µs to 2.5 s.
 _BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -34,9 +63,11 @@ def _prometheus() -> Any:
 
 
 class HostMetrics:
-    """The host's counters in their own registry (several hosts per process are fine)."""
+    """The host's counters in their own registry (several hosts per process are fine).
+    Per request `observe` costs one dictionary lookup, one counter increment and one
+    histogram observation; the gauges cost nothing until scraped."""
 
-    def __init__(self, host: NameServerHost) -> None:
+    def __init__(self, host: MeteredHost) -> None:
         prom = _prometheus()
         self.registry = prom.CollectorRegistry()
         self.requests = prom.Counter(
@@ -72,7 +103,7 @@ class HostMetrics:
 class _HostCollector:
     """Gauges read from the host at scrape time."""
 
-    def __init__(self, host: NameServerHost, prom: Any) -> None:
+    def __init__(self, host: MeteredHost, prom: Any) -> None:
         self.host, self.prom = host, prom
 
     def describe(self) -> list[Any]:
@@ -98,10 +129,11 @@ class _HostCollector:
                       value=host.processor.kv.writes)
 
 
-def start_metrics(host: NameServerHost, address: str, port: int) -> tuple[HostMetrics, Any]:
+def start_metrics(host: MeteredHost, address: str, port: int) -> tuple[HostMetrics, Any]:
     """Attach metrics to ``host`` and serve them at ``http://address:port/metrics`` from a
     daemon thread; returns the metrics and the HTTP server (``shutdown()`` and
-    ``server_close()`` it; ``server_port`` is the bound port)."""
+    ``server_close()`` it; ``server_port`` is the bound port). A scrape costs O(queues)
+    plus the manager's ``live_brokers`` (O(brokers))."""
     prom = _prometheus()
     metrics = HostMetrics(host)
     registry = metrics.registry

@@ -1,11 +1,12 @@
-"""One accepted connection of `NameServerHost`, as an asyncio buffered protocol.
+"""One accepted connection of `NameServerHost`, as an asyncio buffered protocol, and its
+handle `Channel` (what the manager sees).
 
 The socket is read straight into one receive buffer the host shares among its connections
 (``recv_into``; the event loop runs one callback at a time, and each read is decoded before
 the next): no per-read ``bytes`` object, no stream buffer, no task switch per read. A frame
 received whole is decoded in place, only a trailing partial frame is copied into the
 connection's `FrameDecoder`; a body equal to the connection's previous one is handed over
-as that same object (`routing.remoting._header_memo`). With frames of a few hundred KB
+as that same object (``wire/_header_cache.py``). With frames of a few hundred KB
 (a broker's 1 000-topic registration is about 168 KB), this is what keeps the host from
 copying each frame four times and from allocating (and page-faulting) a fresh large buffer
 per read.
@@ -19,15 +20,28 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
-from ._admission import log_event as _log
-from ._codec import FrameDecoder, ProtocolError, RemotingCommand
+import attrs
 
-if TYPE_CHECKING:
-    from ._server import Channel
+from ..wire._codec import ProtocolError, RemotingCommand
+from ..wire._frame_decoder import FrameDecoder
+from ._logs import log_event as _log
 
-__all__ = ["Connection"]
+__all__ = ["Channel", "Connection"]
+
+
+@attrs.frozen(kw_only=True)
+class Channel:
+    """The handle of one accepted connection, as the manager sees it: hashable, equal by
+    ``id`` (the host's counter, from 1) and ``peer`` (``host:port``); O(1) to hash and
+    compare. Printed ``#id(peer)`` in the logs."""
+
+    id: int
+    peer: str
+
+    def __str__(self) -> str:
+        return f"#{self.id}({self.peer})"
 
 
 class Connection(asyncio.BufferedProtocol):

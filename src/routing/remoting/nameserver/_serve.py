@@ -15,15 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from .._clock import SystemClock
-from .._errors import RoutingError
-from .._manager import RouteInfoManager
-from .._messages import RouteChange, RoutingConfig
-from ._admission import log_event as _log
-from ._config import NamesrvConfig
-from ._kv import KVStore
-from ._processor import NameServerProcessor, RouteManager
-from ._server import NameServerHost
+from ..._clock import SystemClock
+from ..._errors import InvalidRequest, RoutingError
+from ..._manager import RouteInfoManager
+from ..._messages import RouteChange, RoutingConfig
+from ..processor._kv import KVStore
+from ..processor._namesrv_config import NamesrvConfig
+from ..processor._processor import NameServerProcessor
+from ..processor._request import RouteManager
+from ._host import NameServerHost
+from ._logs import log_event as _log
 
 __all__ = ["run_server", "serve"]
 
@@ -84,10 +85,12 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``journal_dir``, every write call is journaled (``routing.journal``) under
     ``nameserver_id`` (default ``host:port``). ``metrics=(host, port)`` serves Prometheus
     text at ``/metrics`` there (the ``metrics`` extra). Returns the address it listened on.
+    Cost: `NameServerHost`'s per request; the KV file, when given, is written on every
+    change (O(table size)).
     """
     if settings is not None:
         if config is not None and config != settings.routing:
-            raise ValueError("pass either settings or config, not both")
+            raise InvalidRequest("pass either settings or config, not both", field="config")
         config = settings.routing
     processor: NameServerProcessor | None = None
 
@@ -99,8 +102,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
         manager = RouteInfoManager(clock=SystemClock(), config=config or RoutingConfig(),
                                    listener=forward)
     elif config is not None and config != manager.config:
-        raise ValueError("pass either manager or config, not a config that differs from "
-                         "manager.config")
+        raise InvalidRequest("pass either manager or config, not a config that differs from "
+                             "manager.config", field="config")
     kv = KVStore.open(kv_config) if kv_config is not None else KVStore()
     if kv_config is not None:
         _log(logging.INFO, "kv_config_loaded", path=kv_config,
@@ -164,12 +167,13 @@ def run_server(host: str = "127.0.0.1", port: int = 9876, *, loop: str = "asynci
     """Blocking `serve` for the CLI: returns 0 after a graceful shutdown.
 
     ``loop`` is ``asyncio`` (the standard loop, the default) or ``uvloop`` (the ``uvloop``
-    extra; see docs/performance.md for when it pays)."""
+    extra; see docs/performance.md for when it pays). Cost: `serve`'s."""
     if loop == "asyncio":
         asyncio.run(serve(host, port, **kwargs))
         return 0
     if loop != "uvloop":
-        raise ValueError(f"loop must be 'asyncio' or 'uvloop', got {loop!r}")
+        raise InvalidRequest(f"loop must be 'asyncio' or 'uvloop', got {loop!r}", field="loop",
+                             value=loop)
     try:
         uvloop: Any = importlib.import_module("uvloop")
     except ImportError:

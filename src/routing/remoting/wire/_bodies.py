@@ -23,11 +23,11 @@ from typing import Any
 
 import attrs
 
-from .. import _json as j
-from .._errors import InvalidRequest
-from .._frozen import FrozenMap, freeze_map
-from .._messages import BrokerMemberGroup, ClusterInfo, TopicList, TopicTable
-from .._values import (
+from ... import _json as j
+from ..._errors import InvalidRequest
+from ..._frozen import FrozenMap, freeze_map
+from ..._messages import BrokerMemberGroup, ClusterInfo, TopicList, TopicTable
+from ..._values import (
     BrokerData,
     DataVersion,
     TopicConfig,
@@ -125,7 +125,8 @@ def _write_legacy(value: Any, out: list[str]) -> None:
 
 
 def dumps_legacy(doc: Any) -> bytes:
-    """fastjson's default output: sorted, nulls dropped, integer keys unquoted. UTF-8."""
+    """fastjson's default output: sorted, nulls dropped, integer keys unquoted. UTF-8.
+    O(size) plus the sorts."""
     out: list[str] = []
     _write_legacy(doc, out)
     return "".join(out).encode("utf-8")
@@ -142,7 +143,8 @@ def _standard(value: Any) -> Any:
 
 def dumps_standard(doc: Any) -> bytes:
     """Standard JSON as Java's ``BrowserCompatible, QuoteFieldNames, MapSortField`` writes it:
-    keys quoted and sorted (integer keys numerically), nulls dropped, non-ASCII escaped."""
+    keys quoted and sorted (integer keys numerically), nulls dropped, non-ASCII escaped.
+    O(size) plus the sorts."""
     return json.dumps(_standard(doc), ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
@@ -184,47 +186,54 @@ def encode_route(route: TopicRouteData, *, standard: bool) -> bytes:
 
 
 def decode_route(body: bytes) -> TopicRouteData:
-    """A TopicRouteData body in either dialect (REGISTER_TOPIC_IN_NAMESRV, client side)."""
+    """A TopicRouteData body in either dialect (REGISTER_TOPIC_IN_NAMESRV, client side).
+    O(body); raises `InvalidRequest`."""
     return TopicRouteData.from_json(loads(body, "TopicRouteData"))
 
 
 def encode_data_version(version: DataVersion) -> bytes:
-    """``DataVersion.encode``: ``{"counter":..,"stateVersion":..,"timestamp":..}``."""
+    """``DataVersion.encode``: ``{"counter":..,"stateVersion":..,"timestamp":..}``. O(1)."""
     return dumps_legacy(version.to_json())
 
 
 def decode_data_version(body: bytes) -> DataVersion:
+    """A DataVersion body (QUERY_DATA_VERSION). O(body); raises `InvalidRequest`."""
     return DataVersion.from_json(loads(body, "DataVersion"))
 
 
 def encode_cluster_info(info: ClusterInfo, *, standard: bool = False) -> bytes:
-    """GET_BROKER_CLUSTER_INFO's body. Java always writes the legacy dialect here."""
+    """GET_BROKER_CLUSTER_INFO's body. Java always writes the legacy dialect here.
+    O(brokers)."""
     doc = {"brokerAddrTable": {k: _broker_doc(v) for k, v in info.broker_addr_table.items()},
            "clusterAddrTable": {k: sorted(v) for k, v in info.cluster_addr_table.items()}}
     return dumps_standard(doc) if standard else dumps_legacy(doc)
 
 
 def decode_cluster_info(body: bytes) -> ClusterInfo:
+    """A ClusterInfo body. O(body); raises `InvalidRequest`."""
     return ClusterInfo.from_json(loads(body, "ClusterInfo"))
 
 
 def encode_topic_list(topics: TopicList | tuple[str, ...] | list[str]) -> bytes:
-    """``TopicList.encode``: ``{"brokerAddr":..,"topicList":[..]}`` (address only if set)."""
+    """``TopicList.encode``: ``{"brokerAddr":..,"topicList":[..]}`` (address only if set).
+    O(topics)."""
     if not isinstance(topics, TopicList):
         topics = TopicList(topics=tuple(topics))
     return dumps_legacy({"brokerAddr": topics.broker_addr, "topicList": list(topics.topics)})
 
 
 def decode_topic_list(body: bytes) -> TopicList:
+    """A TopicList body. O(body); raises `InvalidRequest`."""
     return TopicList.from_json(loads(body, "TopicList"))
 
 
 def encode_kv_table(table: Mapping[str, str]) -> bytes:
-    """``KVTable.encode``: ``{"table":{..}}``."""
+    """``KVTable.encode``: ``{"table":{..}}``. O(entries)."""
     return dumps_legacy({"table": dict(table)})
 
 
 def decode_kv_table(body: bytes) -> dict[str, str]:
+    """A KVTable body. O(body); raises `InvalidRequest` naming a value that is not a string."""
     doc = j.document(loads(body, "KVTable"), "KVTable")
     table = j.as_mapping(j.get(doc, "table"), "KVTable.table")
     out: dict[str, str] = {}
@@ -237,13 +246,15 @@ def decode_kv_table(body: bytes) -> dict[str, str]:
 
 
 def encode_broker_member_group(group: BrokerMemberGroup) -> bytes:
-    """GET_BROKER_MEMBER_GROUP's body (``GetBrokerMemberGroupResponseBody``), legacy."""
+    """GET_BROKER_MEMBER_GROUP's body (``GetBrokerMemberGroupResponseBody``), legacy.
+    O(members)."""
     return dumps_legacy({"brokerMemberGroup": {
         "brokerAddrs": dict(group.broker_addrs), "brokerName": group.broker_name,
         "cluster": group.cluster}})
 
 
 def decode_broker_member_group(body: bytes) -> BrokerMemberGroup:
+    """A GetBrokerMemberGroupResponseBody. O(body); raises `InvalidRequest`."""
     doc = j.document(loads(body, "GetBrokerMemberGroupResponseBody"), "body")
     return BrokerMemberGroup.from_json(j.get(doc, "brokerMemberGroup") or {})
 
@@ -252,7 +263,8 @@ def decode_broker_member_group(body: bytes) -> BrokerMemberGroup:
 
 
 def body_crc32(data: bytes) -> int:
-    """Java ``UtilAll.crc32``: CRC32 masked to 31 bits, as REGISTER_BROKER's ``bodyCrc32``."""
+    """Java ``UtilAll.crc32``: CRC32 masked to 31 bits, as REGISTER_BROKER's ``bodyCrc32``.
+    O(len(data)), in C (GB/s)."""
     return zlib.crc32(data) & 0x7FFFFFFF
 
 
@@ -270,7 +282,8 @@ class RegisterBrokerBody:
 
     ``encode``/``decode`` speak the JSON form and the 4.x deflate form (``compressed``
     header true). The deflate form, like Java's, does not carry ``topicSysFlag`` or
-    ``order``; those come back as defaults.
+    ``order``; those come back as defaults. Both cost O(topics); a processor decodes a
+    broker's repeated bodies faster (``processor/_register_broker.py``).
     """
 
     data_version: DataVersion = attrs.field(factory=DataVersion)
@@ -315,13 +328,14 @@ class RegisterBrokerBody:
     def _from_wrapper(cls, wrapper: Mapping[str, Any], servers: Any,
                       topics: TopicTable | None = None) -> RegisterBrokerBody:
         """The body of a parsed wrapper; ``topics``, when given, is its table already
-        decoded (`routing.remoting._table_decode`)."""
+        decoded (the processor's REGISTER_BROKER fast path, which memoises topic configs
+        per processor: ``processor/_register_broker.py``)."""
         table = j.as_mapping(j.get(wrapper, "topicConfigTable"), "topicConfigTable")
         mappings = j.as_mapping(j.get(wrapper, "topicQueueMappingInfoMap"),
                                 "topicQueueMappingInfoMap")
         if topics is None:
             # Java upserts by topicName, not the key; the table is checked as it is built
-            topics = TopicTable.of_configs([_topic_config(value) for value in table.values()])
+            topics = TopicTable.of_configs([TopicConfig.from_json(v) for v in table.values()])
         return cls(
             data_version=DataVersion.from_json(j.get(wrapper, "dataVersion") or {}),
             topics=topics,
@@ -375,35 +389,6 @@ class RegisterBrokerBody:
                 mappings[info.topic] = info
         return cls(data_version=data_version, topics=topics, topic_queue_mappings=mappings,
                    filter_servers=tuple(_address_list(servers)))
-
-
-_TOPIC_FIELDS = ("topicName", "readQueueNums", "writeQueueNums", "perm", "topicFilterType",
-                 "topicSysFlag", "order")
-_TOPIC_CACHE: dict[tuple[Any, ...], TopicConfig] = {}
-_TOPIC_CACHE_LIMIT = 100_000
-
-
-def _topic_config(doc: Any) -> TopicConfig:
-    """`TopicConfig.from_json`, memoised on the document's values (with their types, so
-    ``1`` and ``true`` stay apart). Brokers resend mostly unchanged topics: a hit costs
-    ~0.5 µs instead of ~9 µs. Only successful parses are kept; bounded."""
-    if not isinstance(doc, dict):
-        return TopicConfig.from_json(doc)
-    values = [doc.get(name) for name in _TOPIC_FIELDS]
-    attributes = doc.get("attributes")
-    try:
-        key = (*((type(v), v) for v in values),
-               tuple(sorted(attributes.items())) if isinstance(attributes, dict)
-               else (type(attributes), attributes))
-        hit = _TOPIC_CACHE.get(key)
-    except TypeError:  # an unhashable value: let from_json say what is wrong
-        return TopicConfig.from_json(doc)
-    if hit is None:
-        hit = TopicConfig.from_json(doc)
-        if len(_TOPIC_CACHE) >= _TOPIC_CACHE_LIMIT:
-            _TOPIC_CACHE.clear()
-        _TOPIC_CACHE[key] = hit
-    return hit
 
 
 def _address_list(value: Any) -> list[str]:

@@ -27,7 +27,8 @@ __all__ = [
 
 
 class RequestCode(enum.IntEnum):
-    """Request codes the name server handles, plus the one it sends (905)."""
+    """Request codes the name server handles, plus the one it sends (905). An
+    ``IntEnum``: O(1) by value or name."""
 
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
@@ -56,7 +57,8 @@ class RequestCode(enum.IntEnum):
 
 
 class ResponseCode(enum.IntEnum):
-    """Response codes a name server answers with (Java ``ResponseCode``)."""
+    """Response codes a name server answers with (Java ``ResponseCode``). An ``IntEnum``:
+    O(1) by value or name."""
 
     SUCCESS = 0
     SYSTEM_ERROR = 1
@@ -71,7 +73,8 @@ class ResponseCode(enum.IntEnum):
 class LanguageCode(enum.IntEnum):
     """The client language byte of a command header (Java ``LanguageCode``).
 
-    The binary header carries the number; the JSON header carries the name.
+    The binary header carries the number; the JSON header carries the name. An
+    ``IntEnum``: O(1) by value or name.
     """
 
     JAVA = 0
@@ -91,7 +94,8 @@ class LanguageCode(enum.IntEnum):
 
 
 class SerializeType(enum.IntEnum):
-    """How the header is written: the high byte of the header-length word."""
+    """How the header is written: the high byte of the header-length word. An
+    ``IntEnum``: O(1)."""
 
     JSON = 0
     ROCKETMQ = 1
