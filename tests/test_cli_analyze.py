@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from pipeline_scenarios import play
 from routing.cli import _analyze
 from routing.cli._analyze import analyze_command
 from routing.pipeline._inputs import InputError, check_inputs
-from routing.pipeline._scenarios import play
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import routing as r
+from pipeline_scenarios import damage, operations, play
 from routing.journal import JournalRecorder, read_journals
 from routing.pipeline import RejectedRecords, analyze_local
-from routing.pipeline._scenarios import damage, operations, play
 from routing.pipeline._topics import route_digest
 from routing.pipeline.reference import analyze_partitioned
 

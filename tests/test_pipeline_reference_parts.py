@@ -14,13 +14,13 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import routing as r
+from pipeline_scenarios import damage, play
 from routing.cli._analyze import analyze_command, parse_time
 from routing.journal import JournalHeader, JournalRecord, Register, Scan
 from routing.journal._calls import Heartbeat, RegisterTopic, UnregisterMany
 from routing.pipeline import analyze_local
 from routing.pipeline._plan import WHOLE, component_count, components, nodes_of
 from routing.pipeline._report import write_report
-from routing.pipeline._scenarios import damage, play
 from routing.pipeline._schema import TABLES
 from routing.pipeline._session import (
     SparkUnavailable,
@@ -268,8 +268,9 @@ def test_the_reference_needs_no_pyspark() -> None:
     import sys
 
     code = ("import sys; sys.modules['pyspark'] = None\n"
+            f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
             "import routing.pipeline as p\n"
-            "from routing.pipeline._scenarios import play\n"
+            "from pipeline_scenarios import play\n"
             "t = p.analyze_local(play([('register', 1, 0, 0, 0, 0, [0, 1], 0, 0, None, False,"
             " 4, True)]))\n"
             "assert len(t['sessions']) == 1\n"

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline_scenarios import bad_folder, damage, operations, play
 from routing.cli._analyze import analyze_command
 from routing.pipeline import (
     RejectedRecords,
@@ -31,7 +32,6 @@ from routing.pipeline import (
     analyze_local,
     to_parquet,
 )
-from routing.pipeline._scenarios import bad_folder, damage, operations, play
 from routing.pipeline._schema import TABLES, sort_rows
 from routing.pipeline._session import default_master
 from routing.pipeline._spark import KILL_WORKER_ENV, read_lines, rows_equal
