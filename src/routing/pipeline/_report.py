@@ -9,7 +9,7 @@ time. Zoom and pan with the mouse (the panels share the time axis); double-click
 Right, the incidents (each links to its place on the timelines), the lowest availability
 over each topic's life, expiries per broker and rejected lines by reason and file.
 
-Built from output rows only (``collect_rows`` for Spark), so both engines share it.
+Built from output rows only (``Analysis.summary_rows`` for Spark), so both engines share it.
 
 **Size and level of detail.** The page holds plotly.js once (about 4.7 MB) and a few dozen
 bytes per drawn session. At most `MAX_BARS` sessions are drawn: above that, sessions of
@@ -32,14 +32,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._lifetime import rank_availability
+from ._availability import rank_availability
+from ._schema import Row
 from ._summary import Summary, format_ms, format_time, plural
 from ._timeline import broker_rows
 
 __all__ = ["DISAGREE_COLOUR", "LIVE_COLOUR", "MAX_BARS", "REASON_COLOURS", "TABLE_ROWS",
            "level_of_detail", "write_report"]
 
-Row = dict[str, Any]
 
 #: How each session ended (the tick at its end).
 REASON_COLOURS: Mapping[str, str] = {

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._class_archive import class_archive_options
+from ._errors import SparkUnavailable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -90,10 +91,6 @@ logger.netty.level = error
 logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
 """
-
-
-class SparkUnavailable(RuntimeError):
-    """Java 17+ or pyspark is missing; the message says what to install."""
 
 
 @attrs.frozen(kw_only=True)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ._incidents import union
+from ._schema import Row
 from ._summary import format_time
 
 __all__ = ["MAX_BROKER_ROWS", "REASON_COLOURS", "broker_rows", "draw_timeline"]
 
-Row = dict[str, Any]
 
 #: End-reason colours (the bar itself is green while the broker is live).
 REASON_COLOURS: Mapping[str, str] = {

@@ -1,4 +1,4 @@
-"""The Spark pipeline's inputs: journal files and folders to numbered lines.
+"""The read stage on Spark: journal files and folders to numbered lines (`read` → `Lines`).
 
 JSON Lines files are read by Spark's text source, cut into byte ranges (at least
 `SPLITS_PER_FILE` read tasks for a large plain file; gzip is one task per file); line numbers
@@ -22,9 +22,10 @@ from typing import Any
 
 import attrs
 
+from .._errors import InvalidRequest
 from ._connect import is_connect, session_parallelism
-from ._outputs import Row
-from ._read import (
+from ._errors import JournalNotFound
+from ._files import (
     EMPTY_REASON,
     LINES_SCHEMA_DDL,
     SKIPPED_REASON,
@@ -36,6 +37,7 @@ from ._read import (
     kind_in_folder,
     line_key,
 )
+from ._schema import Row
 
 __all__ = ["SPLITS_PER_FILE", "SPLIT_READ_BYTES", "Lines", "has_scheme", "read", "read_lines",
            "split_read", "task_slots", "to_parquet"]
@@ -86,7 +88,7 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
     a ``binaryFile`` scan that reads no content, compared by their path parts, normalised
     (Spark qualifies ``file:///x`` as ``file:/x``; its listing already leaves out names
     starting with ``_`` or ``.``, which `_expand` leaves out too). Raises
-    `FileNotFoundError` if nothing is there."""
+    `JournalNotFound` (a `FileNotFoundError`) if nothing is there."""
     if is_connect(spark):
         try:
             files = [str(r[0]) for r in spark.read.format("binaryFile")
@@ -94,7 +96,7 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
                      .select("path").collect()]
         except Exception as exc:
             if "PATH_NOT_FOUND" in str(exc):
-                raise FileNotFoundError(f"no such journal file or folder: {path}") from None
+                raise JournalNotFound(f"no such journal file or folder: {path}") from None
             raise
         base = _path_part(path)
         parts = [_path_part(f) for f in files]
@@ -106,7 +108,7 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     fs = hpath.getFileSystem(conf)
     if not fs.exists(hpath):
-        raise FileNotFoundError(f"no such journal file or folder: {path}")
+        raise JournalNotFound(f"no such journal file or folder: {path}")
     if not fs.getFileStatus(hpath).isDirectory():
         return None
     files = []
@@ -188,11 +190,13 @@ def _max_partition_bytes(spark: Any) -> int:
 
 def byte_size(text: str) -> int:
     """``"128MB"``, ``"64m"``, ``"1g"``, ``"134217728"`` (bytes) as a number of bytes, as
-    Spark reads its byte-size settings; `ValueError` naming the text otherwise. O(len)."""
+    Spark reads its byte-size settings; `routing.InvalidRequest` (a `ValueError`) naming
+    the text otherwise. O(len)."""
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
     unit = m.group(2).lower() if m else None
     if m is None or unit not in _BYTE_UNITS:
-        raise ValueError(f"not a byte size: {text!r} (e.g. 128MB, 64m, 134217728)")
+        raise InvalidRequest(f"not a byte size: {text!r} (e.g. 128MB, 64m, 134217728)",
+                             field="spark.sql.files.maxPartitionBytes", value=text)
     return int(m.group(1)) * _BYTE_UNITS[unit]
 
 
@@ -303,7 +307,7 @@ def read(spark: Any, sources: Any) -> Lines:
     given = [str(sources)] if isinstance(sources, str | Path) else [str(p) for p in sources]
     inputs = _expand(spark, given)
     if not inputs:
-        raise FileNotFoundError(f"no journal files in {given}")
+        raise JournalNotFound(f"no journal files in {given}")
     notes: list[Row] = []
     paths: dict[int, str] = {}
     parquets: dict[int, str] = {}
@@ -335,7 +339,8 @@ def read(spark: Any, sources: Any) -> Lines:
                     continue
                 if error is not None:  # read what can be read, as the reference does
                     firsts = None
-                    got = list(iter_lines([item], notes))
+                    got = [(source, n, text or "") for source, n, text, _raw, _key
+                           in iter_lines([item], notes)]
                     if got:
                         damaged[i] = got
                     continue
