@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from routing.pipeline._spark_run import in_background as _in_background
+from routing.pipeline._session import in_background as _in_background
 from routing.pipeline._spark_tables import SWEEP_POOL, Analysis
 
 

@@ -35,7 +35,7 @@ from routing.pipeline import (
 from routing.pipeline._schema import TABLES, rows_equal, sort_rows
 from routing.pipeline._session import default_master
 from routing.pipeline._spark_lines import read_lines
-from routing.pipeline._spark_run import KILL_WORKER_ENV
+from routing.pipeline._spark_rows import KILL_WORKER_ENV
 from routing.pipeline._summary import summarize_analysis, summarize_rows
 from routing.sim import SimConfig, simulate
 

@@ -112,24 +112,22 @@ def _address(remote: str) -> tuple[str, int]:
     as pyspark's channel builder does; `routing.InvalidRequest` (a `ValueError`) naming
     ``remote`` (redacted, in the message and as its ``value``) if it is not one. O(len)."""
     shown = redacted(remote)
-
-    def bad(message: str) -> InvalidRequest:
-        return InvalidRequest(message, field="remote", value=shown)
-
-    if not remote.startswith("sc://"):
-        raise bad(f"remote must be a Spark Connect URL sc://HOST[:PORT], got "
-                  f"{remote.split(';', 1)[0]!r}")
+    problem = None
     where = urlparse("http" + remote[2:])
-    if not where.hostname:
-        raise bad(f"remote {shown} names no host (sc://HOST[:PORT])")
-    if where.path not in ("", "/") or where.query or where.fragment:
-        raise bad(f"remote {shown}: only parameters may follow the host "
-                  f"(sc://HOST[:PORT]/;name=value)")
-    try:
-        port = where.port or DEFAULT_CONNECT_PORT
-    except ValueError:
-        raise bad(f"remote {shown}: the port is not a number from 0 to 65535") from None
-    return where.hostname, port
+    if not remote.startswith("sc://"):
+        problem = (f"remote must be a Spark Connect URL sc://HOST[:PORT], got "
+                   f"{remote.split(';', 1)[0]!r}")
+    elif not where.hostname:
+        problem = f"remote {shown} names no host (sc://HOST[:PORT])"
+    elif where.path not in ("", "/") or where.query or where.fragment:
+        problem = (f"remote {shown}: only parameters may follow the host "
+                   f"(sc://HOST[:PORT]/;name=value)")
+    else:
+        try:
+            return where.hostname, where.port or DEFAULT_CONNECT_PORT
+        except ValueError:
+            problem = f"remote {shown}: the port is not a number from 0 to 65535"
+    raise InvalidRequest(problem, field="remote", value=shown)
 
 
 def _check_listening(remote: str) -> None:

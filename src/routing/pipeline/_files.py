@@ -10,6 +10,9 @@ CSV, binaries) are skipped with the reason. Parquet copies are recognised by the
 ``text`` column. URIs (``hdfs://``, ``s3a://``, …) are passed on unchecked: only Spark
 reads them (``_spark_lines.py``).
 
+`survey` looks at the inputs Spark is about to read (their first lines, sizes, gzip ends)
+so that both engines report whole files alike and Spark can read one file per task.
+
 `lines_of` is the reference's read stage: every line as a `Line` ``(source, line number,
 text, raw, key)`` in reading order, split on ``\n`` only (as Spark splits), gzip
 recognised by its magic bytes. Parquet input (``routing analyze --to-parquet``) stores the
@@ -20,6 +23,7 @@ the name server a line belongs to, the way the reader itself looks it up.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -33,9 +37,10 @@ from ._errors import InputError, JournalNotFound, SourcesTypeError
 from ._schema import Row
 
 __all__ = ["EMPTY_REASON", "JOURNAL_SUFFIXES", "LINES_SCHEMA_DDL", "SKIPPED_REASON",
-           "InputCheck", "InputFile", "Line", "Sources", "check_inputs", "decode_line",
-           "expand_local", "file_row", "is_parquet_path", "iter_lines", "kind_in_folder",
-           "line_key", "lines_of", "raw_lines", "truncated_reason"]
+           "InputCheck", "InputFile", "Line", "Sources", "Survey", "check_inputs",
+           "decode_line", "expand_local", "file_row", "has_scheme", "is_parquet_path",
+           "iter_lines", "kind_in_folder", "line_key", "lines_of", "raw_lines", "survey",
+           "truncated_reason"]
 
 #: Journal paths (files or folders; JSON Lines, gzip or Parquet copies), in-memory journals
 #: as {source name: lines}, or decoded entries (`JournalHeader`/`JournalRecord`).
@@ -230,6 +235,109 @@ def lines_of(sources: Sources, notes: list[Row] | None = None
                                    f"entries, got {i!r:.80}")
         paths.append(i)
     return iter_lines(expand_local(paths), notes)
+
+
+# --------------------------------------------------------------------------- surveyed
+
+
+def has_scheme(path: str) -> bool:
+    """Whether ``path`` is a URI for Spark to read (``hdfs:``, ``s3a:``, ``file://`` …)
+    rather than a local path this process reads too. O(len)."""
+    return "://" in path or path.startswith(("hdfs:", "s3a:", "s3:", "gs:", "abfs:", "wasb:"))
+
+
+@attrs.frozen(kw_only=True)
+class Survey:
+    """What the inputs hold, seen before Spark reads them (`survey`). By input number:
+    ``texts`` the files Spark reads as text, ``parquets`` the Parquet copies, ``damaged``
+    the readable lines of a gzip file cut short (read here, as the reference reads them);
+    ``notes`` rows about whole files (skipped, empty, cut short); ``first_names`` the name
+    servers the local files' first lines name (None when an input is a URI or a Parquet
+    copy); ``whole`` each text file's first name server when every text input is a local
+    file, none damaged, and those names all differ (the recorder's layout: one journal
+    file per name server), else None. A frozen value."""
+
+    texts: Mapping[int, str]
+    parquets: Mapping[int, str]
+    damaged: Mapping[int, list[Line]]
+    notes: tuple[Row, ...]
+    first_names: frozenset[str] | None
+    whole: Mapping[int, str] | None
+
+
+def survey(inputs: Sequence[InputFile]) -> Survey:
+    """Look at ``inputs`` as Spark will read them: reads the first line of each local file
+    and decompresses each local gzip file to its end (C speed, about 0.3 s per 100 MB).
+    O(files + gzip bytes)."""
+    notes: list[Row] = []
+    texts: dict[int, str] = {}
+    parquets: dict[int, str] = {}
+    damaged: dict[int, list[Line]] = {}
+    names: set[str] | None = set()
+    firsts: dict[int, str | None] | None = {}
+    for i, item in enumerate(inputs):
+        if item.kind == "skipped":
+            notes.append(file_row(item.path, 0, "skipped", SKIPPED_REASON))
+            continue
+        if item.kind == "parquet":
+            names = firsts = None
+            parquets[i] = item.path
+            continue
+        if has_scheme(item.path):
+            names = firsts = None
+            texts[i] = item.path
+            continue
+        if os.path.getsize(item.path) == 0:
+            notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
+            continue
+        name = _first_name(item.path)
+        if names is not None and name is not None:
+            names.add(name)
+        if firsts is not None:
+            firsts[i] = name
+        if item.path.endswith(".gz"):
+            size, error = _gzip_state(item.path)
+            if error is None and size == 0:
+                notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
+                continue
+            if error is not None:  # read what can be read, as the reference does
+                firsts = None
+                got = list(iter_lines([item], notes))
+                if got:
+                    damaged[i] = got
+                continue
+        texts[i] = item.path
+    whole: dict[int, str] | None = None
+    if firsts is not None and all(n is not None for n in firsts.values()):
+        named = {i: n for i, n in firsts.items() if n is not None}
+        if len(set(named.values())) == len(named):
+            whole = named
+    return Survey(texts=texts, parquets=parquets, damaged=damaged, notes=tuple(notes),
+                  first_names=None if names is None else frozenset(names), whole=whole)
+
+
+def _first_name(path: str) -> str | None:
+    """The name server of a local file's first line (a cheap hint for spreading tasks)."""
+    try:
+        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as handle:
+            first = handle.readline(1 << 20)
+        return line_key(first.decode("utf-8", "replace"))[0]
+    except (OSError, EOFError):
+        return None
+
+
+def _gzip_state(path: str) -> tuple[int, BaseException | None]:
+    """(uncompressed bytes, error) of a local gzip file, decompressed in streaming."""
+    import zlib
+
+    size = 0
+    try:
+        with gzip.open(path, "rb") as handle:
+            while chunk := handle.read(1 << 22):
+                size += len(chunk)
+    except (EOFError, OSError, zlib.error) as exc:
+        return size, exc
+    return size, None
 
 
 # --------------------------------------------------------------------------- checked first

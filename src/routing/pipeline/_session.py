@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +49,7 @@ __all__ = [
     "check_java",
     "check_pyspark",
     "default_master",
+    "in_background",
     "is_connect",
     "is_local_master",
     "java_options",
@@ -378,3 +381,24 @@ def stop_session(spark: Any) -> None:
         if server is not None:
             threading.Thread(target=server.shutdown, name="routing-accumulator-stop",
                              daemon=True).start()
+
+
+def in_background(job: Callable[[], Any], context: Any, pool: str) -> Future[Any]:
+    """``job()`` run in a daemon thread (a Spark action: the session runs jobs from
+    several threads at once), its jobs in scheduler ``pool`` (a thread's own property:
+    PySpark pins each Python thread to a JVM thread; no ``context``, as on Spark Connect:
+    the default pool); its result or error in the future. O(1) here; the job's own cost
+    runs in the thread."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                if context is not None:
+                    context.setLocalProperty("spark.scheduler.pool", pool)
+                future.set_result(job())
+            except BaseException as exc:  # handed to whoever waits
+                future.set_exception(exc)
+
+    threading.Thread(target=run, name="routing-sweep", daemon=True).start()
+    return future

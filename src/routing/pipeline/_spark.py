@@ -24,17 +24,19 @@ cores: see ``docs/performance.md`` (pipeline).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import InvalidRequest
 from ._spark_lines import read
 from ._spark_replay import replay
-from ._spark_run import Progress, SparkRun
 from ._spark_sweep import sweep
 from ._spark_tables import Analysis, tables
 
-__all__ = ["PARTITIONS", "analyze"]
+__all__ = ["PARTITIONS", "Progress", "analyze"]
+
+#: Told the name of each step as it starts.
+Progress = Callable[[str], object]
 
 #: The ways to partition the replay: ``ns`` (each name server whole, the default) or
 #: ``group`` (each independent set of a name server's broker groups apart).
@@ -60,9 +62,9 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     if partition not in PARTITIONS:
         raise InvalidRequest(f"partition must be 'ns' or 'group', got {partition!r}",
                              field="partition", value=partition)
-    run = SparkRun(spark, progress)
-    run.say("listing inputs")
+    say = progress or (lambda _step: None)
+    say("listing inputs")
     found = read(spark, sources)  # 1. read: the inputs, their lines
-    replayed = replay(run, found, partition)  # 2. read and replay
-    swept = sweep(run, replayed, sorted({int(t) for t in at}))  # 3. sweep the topics
-    return tables(run, found, replayed, swept, strict=strict)  # 4. the tables
+    replayed = replay(spark, found, partition, say)  # 2. read and replay
+    swept = sweep(spark, replayed, sorted({int(t) for t in at}), say)  # 3. sweep the topics
+    return tables(spark, found, replayed, swept, strict=strict)  # 4. the tables

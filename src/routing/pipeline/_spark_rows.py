@@ -1,22 +1,38 @@
-"""Rows between the JVM and the Python workers: what every Spark stage's steps emit.
+"""Rows between the JVM and the Python workers: the one way a Spark stage runs Python.
 
-The Python steps of the stages (`mapInArrow`: ``_spark_replay.py``, ``_spark_sweep.py``)
-stream Arrow batches in and out. Rows travel in one wide schema (`WIDE_DDL`: every table's
-columns plus tags, `tag_rows`); a row fills its own columns and leaves the rest null, so
-rows travel typed, with no JSON round trip (`to_batches`; `rows_of` reads columns back as
-tuples). The read stage with ``partition="ns"`` narrows its route changes to their table's
-columns and packs the other rows as Arrow IPC bytes (`packed`, `unpack_step`).
+Every stage's Python step (`mapInArrow`: ``_spark_replay.py``, ``_spark_sweep.py``) is a
+`python_step`: Arrow batches in, a function of the stage turns them into `Emitted` rows,
+and the rows go out in one wide schema (`WIDE_DDL`: every table's columns plus tags,
+`tag_rows`); a row fills its own columns and leaves the rest null, so rows travel typed,
+with no JSON round trip (`to_batches`; `rows_of` reads columns back as tuples). The read
+stage with ``partition="ns"`` narrows its route changes to their table's columns and packs
+the other rows as Arrow IPC bytes (`packed`; the driver reads them back with `side_rows`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import attrs
+
+from .._errors import InvariantViolation
 from ._schema import TABLES, Emitted, Row, arrow_batch, arrow_schema
 
-__all__ = ["CHANGE_COLUMNS", "CONTRIB_COLUMNS", "PIECE_CHANGES", "PIECE_REST", "READ_DDL",
-           "WIDE_DDL", "packed", "rows_of", "tag_rows", "to_batches", "unpack_step"]
+__all__ = ["CHANGE_COLUMNS", "CONTRIB_COLUMNS", "KILL_WORKER_ENV", "PIECE_CHANGES",
+           "PIECE_REST", "READ_DDL", "SESSION_ENDS", "WIDE_DDL", "Replayed", "Step", "packed",
+           "python_step", "rows_of", "side_rows", "tag_rows", "to_batches", "unpack_step",
+           "wide_schema"]
+
+#: A `mapInArrow` function: Arrow batches in, Arrow batches out.
+Step = Callable[[Iterable[Any]], Iterator[Any]]
+
+#: Testing only (fault injection): a file path. The first replay task that runs while it is
+#: set creates that file (atomically: one task wins) after handing its first batch to Spark,
+#: then kills its own Python worker (``os._exit``); Spark must retry the task and the tables
+#: must not change. Read on the driver when `analyze` starts, so it needs no worker setup.
+KILL_WORKER_ENV = "ROUTING_TEST_KILL_WORKER_ONCE"
 
 #: Columns that tag a Python stage's output rows (besides the tables' own columns).
 _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("primary", "boolean"),
@@ -44,7 +60,7 @@ def _wide_columns() -> tuple[tuple[str, str], ...]:
     specs += [(c.name, c.type) for table in TABLES.values() for c in table.columns]
     for name, kind in specs:
         if columns.setdefault(name, kind) != kind:
-            raise AssertionError(f"column {name!r} has two types: {columns[name]}, {kind}")
+            raise InvariantViolation([f"column {name!r} has two types: {columns[name]}, {kind}"])
     return tuple(columns.items())
 
 
@@ -164,15 +180,15 @@ def wide_schema() -> Any:
     return arrow_schema(_WIDE)
 
 
-#: Kinds of row that are not table rows (``_read_replay.LINE``, ``MISROUTED``): their kind
-#: is their own, with no ``tbl``.
-_KINDS = frozenset({"line", "misrouted"})
+#: Kinds of row that are not table rows: a read's accepted lines and misrouted line
+#: (``_read_replay.LINE``, ``MISROUTED``), a read task's ``stats`` and ``counts``. Their
+#: kind is their own, with no ``tbl``.
+_KINDS = frozenset({"line", "misrouted", "stats", "counts"})
 
 
 def tag_rows(emitted: Iterable[Emitted]) -> Iterator[Row]:
     """Emitted rows as wide rows: a table row (or a contribution) is of kind ``row`` with
-    its table in ``tbl``; a read's ``line`` and ``misrouted`` rows are of their own kind.
-    O(rows)."""
+    its table in ``tbl``; the other kinds (`_KINDS`) are their own. O(rows)."""
     for table, row in emitted:
         tagged = dict(row)
         if table in _KINDS:
@@ -181,3 +197,82 @@ def tag_rows(emitted: Iterable[Emitted]) -> Iterator[Row]:
             tagged["kind"] = "row"
             tagged["tbl"] = table
         yield tagged
+
+
+def python_step(rows: Callable[[Iterable[Any]], Iterable[Emitted]], *,
+                kill: str | None = None) -> Step:
+    """A stage's Python step: the ``rows`` its input batches make, as wide rows in Arrow
+    batches (`tag_rows`, `to_batches`); ``kill``: the marker of `KILL_WORKER_ENV`. The
+    read stage with ``partition="ns"`` cuts its output in two pieces (`packed`). O(rows)."""
+
+    def step(batches: Iterable[Any]) -> Iterator[Any]:
+        return _killing_once(to_batches(tag_rows(rows(batches))), kill)
+
+    return step
+
+
+def _killing_once(batches: Iterator[Any], marker: str | None) -> Iterator[Any]:
+    """``batches``; with a ``marker`` path (`KILL_WORKER_ENV`), the first task to create
+    it exits its Python worker right after its first batch went out."""
+    if not marker:
+        yield from batches
+        return
+    for n, batch in enumerate(batches):
+        yield batch
+        if n == 0:
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+            os._exit(17)  # the worker dies mid-task, its partial output already sent
+
+
+#: What the driver collects of a read stage: the kinds and tables it needs.
+_FACTS = ("misrouted", "stats", "counts")
+
+
+def side_rows(stage: Any, *, pack: bool, columns: Sequence[str]) -> tuple[Any, list[Any]]:
+    """The driver's side of a read stage: its rows but the accepted lines, the route
+    changes and the contributions (unpacked from the rest piece of a ``pack``ed stage),
+    persisted on disk (the small tables are written from them), and, in one job, the
+    ``columns`` of the rows the driver needs (`_FACTS` kinds and ``sessions``)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if pack:
+        stage = (stage.filter(F.col("piece") == PIECE_REST).select("ipc")
+                 .mapInArrow(unpack_step(), WIDE_DDL))
+    side = stage.filter((F.col("kind") != "line") & (
+        F.col("tbl").isNull() | ~F.col("tbl").isin("contrib", "route_changes")))
+    side = side.persist(StorageLevel.DISK_ONLY)
+    wanted = side.filter(F.col("kind").isin(*_FACTS) | (F.col("tbl") == "sessions"))
+    return side, wanted.select(*columns).collect()
+
+
+#: What the sweep needs of each session (which broker sessions ended when).
+SESSION_ENDS = ("ns", "broker_name", "end_ms", "end_reason")
+Say = Any
+
+
+@attrs.frozen(kw_only=True)
+class Replayed:
+    """The replay stage's output. ``rows``: wide rows (kind ``row``) of ``sessions``,
+    ``expiries`` and ``rejected``; ``changes`` (``partition="ns"``): the ``route_changes``
+    table; ``contributions`` (``partition="group"``): the route contributions
+    (`CONTRIB_COLUMNS`), to be swept into route changes; ``persisted``: the frames kept on
+    disk. On the driver: ``spans`` (each name server's journal [first, last] ms),
+    ``sessions`` (`SESSION_ENDS` of each), ``rejected`` lines per name server, the
+    ``name_servers`` rows, ``gaps`` (`gap_messages`), replay ``partitions`` per name
+    server, and how many tasks read the text (``read_tasks``)."""
+
+    rows: Any
+    changes: Any | None
+    contributions: Any | None
+    persisted: tuple[Any, ...]
+    spans: Mapping[str, tuple[int, int]]
+    sessions: tuple[Row, ...]
+    rejected: Mapping[str, int]
+    name_servers: tuple[Row, ...]
+    gaps: tuple[str, ...]
+    partitions: Mapping[str, int]
+    read_tasks: int

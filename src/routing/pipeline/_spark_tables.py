@@ -12,19 +12,17 @@ meanwhile.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import attrs
 
-from ._connect import is_connect
 from ._errors import RejectedRecords
-from ._read_replay import gap_messages, name_server_rows
 from ._schema import SUMMARY_COLUMNS, TABLES, Row, sort_rows
+from ._session import in_background, is_connect
 from ._spark_lines import Lines
-from ._spark_replay import Replayed
-from ._spark_run import SparkRun, in_background
+from ._spark_rows import Replayed
 
 __all__ = ["SWEEP_POOL", "SWEPT_TABLES", "WRITE_JOBS", "Analysis", "plain_rows", "tables"]
 
@@ -135,7 +133,7 @@ class Analysis:
             df.unpersist()
 
 
-def tables(run: SparkRun, found: Lines, replayed: Replayed, swept: Any, *,
+def tables(spark: Any, found: Lines, replayed: Replayed, swept: Any, *,
            strict: bool) -> Analysis:
     """The `Analysis` of a run: every table picked from the stages' rows; with ``strict``,
     `RejectedRecords` if a line was set aside (files skipped by name aside) or a sequence
@@ -143,12 +141,10 @@ def tables(run: SparkRun, found: Lines, replayed: Replayed, swept: Any, *,
     sweep's job started in the background."""
     from pyspark.sql import functions as F
 
-    spark = run.spark
-
     def table(name: str, tagged: Any) -> Any:
         return tagged.filter(F.col("tbl") == name).select(*TABLES[name].names)
 
-    def local(name: str, rows: list[Row]) -> Any:
+    def local(name: str, rows: Sequence[Row]) -> Any:
         return spark.createDataFrame([tuple(r[c] for c in TABLES[name].names) for r in rows],
                                      TABLES[name].spark_schema())
 
@@ -160,20 +156,18 @@ def tables(run: SparkRun, found: Lines, replayed: Replayed, swept: Any, *,
     swept_names = frozenset(SWEPT_TABLES) - out.keys()
     for name in swept_names:
         out[name] = table(name, swept)
-    out["name_servers"] = local("name_servers",
-                                name_server_rows(replayed.stats, replayed.rejected))
+    out["name_servers"] = local("name_servers", replayed.name_servers)
     if strict:
         failing = out["rejected"].filter(F.col("stage") != "skipped")
         total = (sum(replayed.rejected.values())
                  + failing.filter(F.col("ns").isNull()).count())
-        gaps = gap_messages(replayed.stats)
-        if total or gaps:
+        if total or replayed.gaps:
             first = failing.orderBy(*TABLES["rejected"].key).limit(5).collect()
             raise RejectedRecords([r.asDict(recursive=True) for r in first], total=total,
-                                  gaps=gaps)
+                                  gaps=replayed.gaps)
     return Analysis(tables={name: out[name] for name in TABLES},
                     partitions=replayed.partitions, read_tasks=replayed.read_tasks,
-                    persisted=tuple(run.persisted),
+                    persisted=(*replayed.persisted, swept),
                     sweeping=in_background(
                         swept.count, None if is_connect(spark) else spark.sparkContext,
                         SWEEP_POOL),
