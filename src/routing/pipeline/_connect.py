@@ -95,7 +95,7 @@ def session_parallelism(spark: Any) -> int:
 
 def redacted(remote: str) -> str:
     """``remote`` as ``sc://HOST:PORT``, without its parameters (a token, a user id): what
-    messages and output may show."""
+    messages and output may show. O(len(remote))."""
     where = urlparse("http" + remote[2:]) if remote.startswith("sc://") else None
     if where is None or where.hostname is None:
         return "sc://…"

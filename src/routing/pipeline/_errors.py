@@ -21,16 +21,19 @@ __all__ = ["InputError", "JournalNotFound", "RejectedRecords", "SourcesTypeError
 class InputError(RoutingError, ValueError):
     """The inputs cannot be analyzed: a path is missing or unreadable, or nothing is a
     journal. The message names the path. Raised before any work starts (`check_inputs`)
-    or when the journals are listed (both engines)."""
+    or when the journals are listed (both engines), so a failing run costs only those
+    checks: a few milliseconds a file."""
 
 
 class JournalNotFound(InputError, FileNotFoundError):
     """A journal file or folder named as input does not exist (also a
-    `FileNotFoundError`, as it was before it was an `InputError`)."""
+    `FileNotFoundError`, as it was before it was an `InputError`). Found when the paths
+    are listed, before any line is read: O(paths)."""
 
 
 class SourcesTypeError(InputError, TypeError):
-    """``sources`` is none of: journal paths, ``{name: lines}``, decoded journal entries."""
+    """``sources`` is none of: journal paths, ``{name: lines}``, decoded journal entries.
+    Found before any line is read: O(sources)."""
 
 
 class RejectedRecords(RoutingError, ValueError):
@@ -57,4 +60,6 @@ class RejectedRecords(RoutingError, ValueError):
 
 class SparkUnavailable(RoutingError, RuntimeError):
     """Java 17+, pyspark or its ``connect`` extra is missing, or a Spark Connect server
-    does not answer; the message says what to install or where nothing answered."""
+    does not answer; the message says what to install or where nothing answered. Raised
+    before any job runs: at the cost of the check (a ``java -version``, an import, at
+    most `CONNECT_TIMEOUT_S` of waiting for a server)."""

@@ -27,7 +27,7 @@ __all__ = ["DEFAULT_INCIDENT_GAP_MS", "classify", "find_incidents", "merge_windo
 
 
 #: Windows closer than this are one incident: one name-server scan interval (5 s), the time
-#: within which the name servers normally catch up with each other.
+#: within which the name servers normally catch up with each other. A constant (ms).
 DEFAULT_INCIDENT_GAP_MS = 5_000
 
 

@@ -211,9 +211,10 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
                  title: str = "routing: name-server journals") -> Path:
     """Write the report page to ``path`` (see the module's doc); returns ``path``.
 
-    ``tables`` are output rows (`analyze_local`'s, or `collect_rows`'s): ``name_servers``,
-    ``sessions``, ``expiries`` and ``disagreement`` are used (availability and rejected
-    lines come from ``summary``)."""
+    ``tables`` are output rows (`analyze_local`'s, or `Analysis.summary_rows`'s):
+    ``name_servers``, ``sessions``, ``expiries`` and ``disagreement`` are used (availability
+    and rejected lines come from ``summary``). Cost: O(sessions + incidents), at most
+    `MAX_BARS` bars drawn: 0.3–1.2 s and a page of about 5 MB for the demo."""
     import plotly
     import plotly.io as pio
 

@@ -361,7 +361,8 @@ def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "error") -> in
     faster and splittable re-reading; returns the number of lines. Reading the copy gives
     the same records, rejections and places as the originals. ``mode``: Spark's save mode
     (``"error"``, the default, refuses an existing ``out``; Spark Connect does not know
-    the ``"errorifexists"`` spelling)."""
+    the ``"errorifexists"`` spelling). Cost: one Spark job that reads and sorts every line
+    and writes it (O(lines log lines) over the tasks), and one that counts the copy."""
     from pyspark.sql import functions as F
 
     lines = read_lines(spark, sources)
