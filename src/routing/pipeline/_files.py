@@ -54,6 +54,8 @@ Sources: TypeAlias = (
 #: None when lines are not grouped. Both engines feed these to ``_read_replay.py``.
 Line: TypeAlias = tuple[str, int, str | None, bytes | None, str | None]
 
+# --------------------------------------------------------------------------- files
+
 #: The columns of a Parquet copy of journals.
 LINES_SCHEMA_DDL = "source string, source_index long, line long, text string"
 
@@ -126,6 +128,9 @@ def expand_local(paths: Sequence[str | os.PathLike[str]]) -> list[InputFile]:
                     found.append(InputFile(kind=kind_in_folder(name),
                                            path=os.path.join(root, name)))
     return found
+
+
+# --------------------------------------------------------------------------- lines
 
 
 def line_key(text: str) -> tuple[str | None, int | None]:

@@ -275,8 +275,8 @@ def arrow_batch(rows: Sequence[Mapping[str, Any]], schema: Any) -> Any:
     ``RecordBatch.from_pylist(rows, schema=schema)`` at about a tenth of its cost on these
     rows (0.7 against 6.5 µs a ``route_changes`` row with its 1.7 kB route text, on the
     63-column schema of the Spark steps; ``from_pylist`` looks every field up in every
-    row). A value of the wrong type raises Arrow's error (or `OverflowError`), its message
-    prefixed with the field's name. O(rows × named fields + fields)."""
+    row). A value of the wrong type raises Arrow's error (or `OverflowError`) again, its
+    message prefixed with the field's name. O(rows × named fields + fields)."""
     import pyarrow as pa
 
     count = len(rows)
@@ -291,7 +291,8 @@ def arrow_batch(rows: Sequence[Mapping[str, Any]], schema: Any) -> Any:
         try:
             arrays.append(pa.array([row.get(field.name) for row in rows], field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise type(exc)(f"{field.name}: {exc}") from exc
+            exc.args = (f"{field.name}: {exc}", *exc.args[1:])  # Arrow's error, named
+            raise
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

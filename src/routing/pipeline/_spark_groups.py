@@ -34,11 +34,12 @@ _COMPONENT_COLUMNS = ("ns", "comp", "primary", "seq", "ts", "op", "source", "lin
 
 
 def replay_groups(spark: Any, stage: Any, side: Any, rows: Any, stats: Sequence[NsStats],
-                   read_tasks: int, say: Callable[[str], object]) -> Replayed:
-    """``partition="group"``: plan the broker-group components of the accepted lines (one
-    small job), replay each (name server, component) in a task of its own, collect the
-    sessions' ends and count the rejected lines per name server (two more jobs over the
-    persisted replay)."""
+                  read_tasks: int, say: Callable[[str], object]) -> Replayed:
+    """``partition="group"``: plan the broker-group components of the accepted lines of the
+    read ``stage`` (one small job), replay each (name server, component) in a task of its
+    own, collect the sessions' ends and count the rejected lines per name server (two more
+    jobs over the persisted replay); ``rows`` are the read's table rows (its rejections),
+    ``side`` the frame they come from. O(accepted lines × components) over the tasks."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 

@@ -13,9 +13,8 @@ Every task runs the reference's loop, ``_read_replay.ReadReplay``, on its share 
   writes them) or one ``from_json`` with an explicit schema names a line's name server on
   the JVM (`_jvm_key`). Each task checks the JVM's key against Python's own; if they ever
   disagree the stage is redone with Python's keys (`_python_key`).
-* With ``partition="group"`` the read only reads; the accepted lines are replayed per
-  (name server, broker-group component) of ``_groups.py`` (entries touching the whole name
-  server are copied to every component), sorted by sequence number (`replay_step`).
+* With ``partition="group"`` the read only reads; the accepted lines are then replayed
+  per (name server, broker-group component): ``_spark_groups.py``.
 
 With ``partition="ns"`` the output is packed (`_spark_rows.packed`): the route changes in
 their table's columns, every other row as Arrow IPC bytes. One job then collects what the

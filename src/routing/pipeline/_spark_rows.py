@@ -38,10 +38,10 @@ KILL_WORKER_ENV = "ROUTING_TEST_KILL_WORKER_ONCE"
 _TAG_COLUMNS = (("kind", "string"), ("tbl", "string"), ("comp", "long"), ("primary", "boolean"),
                 ("op", "string"), ("ts", "long"), ("nodes", "array<string>"),
                 ("part", "long"), ("payload", "string"))
-#: Contributions: one partition's route of a topic after a record (`_topics.Contribution`).
+#: Contributions: one partition's route of a topic after a record (`_answers.Contribution`).
 CONTRIB_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
                     ("part", "long"), ("route_json", "string"))
-#: ``route_changes`` rows as the topic sweep takes them (`_topics.answer_of_change`).
+#: ``route_changes`` rows as the topic sweep takes them (`_answers.answer_of_change`).
 CHANGE_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
                   ("present", "boolean"), ("digest", "string"), ("groups", "array<string>"),
                   ("read_queue_count", "long"), ("writable_queue_count", "long"))
@@ -49,6 +49,8 @@ _BATCH_ROWS = 2048
 #: ... or fewer, once their route and line texts reach this many characters (a route of a
 #: topic that every group serves can be 100 kB)
 _BATCH_CHARS = 4 << 20
+
+
 def _wide_columns() -> tuple[tuple[str, str], ...]:
     """Every column a Python stage may emit: the tags, the contributions, the accepted
     lines (``source, line, text``) and every table's columns, each name once with one type.
@@ -74,6 +76,86 @@ def _ddl(names: Iterable[str]) -> str:
 
 WIDE_DDL = _ddl(_WIDE_KINDS)
 
+
+def wide_schema() -> Any:
+    """The pyarrow schema of `WIDE_DDL` (imports pyarrow). O(columns)."""
+    return arrow_schema(_WIDE)
+
+
+# --------------------------------------------------------------------------- python steps
+
+def python_step(rows: Callable[[Iterable[Any]], Iterable[Emitted]], *,
+                kill: str | None = None) -> Step:
+    """A stage's Python step: the ``rows`` its input batches make, as wide rows in Arrow
+    batches (`tag_rows`, `to_batches`); ``kill``: the marker of `KILL_WORKER_ENV`. The
+    read stage with ``partition="ns"`` cuts its output in two pieces (`packed`). O(rows)."""
+
+    def step(batches: Iterable[Any]) -> Iterator[Any]:
+        return _killing_once(to_batches(tag_rows(rows(batches))), kill)
+
+    return step
+
+
+def _killing_once(batches: Iterator[Any], marker: str | None) -> Iterator[Any]:
+    """``batches``; with a ``marker`` path (`KILL_WORKER_ENV`), the first task to create
+    it exits its Python worker right after its first batch went out."""
+    if not marker:
+        yield from batches
+        return
+    for n, batch in enumerate(batches):
+        yield batch
+        if n == 0:
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            except FileExistsError:
+                continue
+            os._exit(17)  # the worker dies mid-task, its partial output already sent
+
+
+#: Kinds of row that are not table rows: a read's accepted lines and misrouted line
+#: (``_read_replay.LINE``, ``MISROUTED``), a read task's ``stats`` and ``counts``. Their
+#: kind is their own, with no ``tbl``.
+_KINDS = frozenset({"line", "misrouted", "stats", "counts"})
+
+
+def tag_rows(emitted: Iterable[Emitted]) -> Iterator[Row]:
+    """Emitted rows as wide rows: a table row (or a contribution) is of kind ``row`` with
+    its table in ``tbl``; the other kinds (`_KINDS`) are their own. O(rows)."""
+    for table, row in emitted:
+        tagged = dict(row)
+        if table in _KINDS:
+            tagged["kind"] = table
+        else:
+            tagged["kind"] = "row"
+            tagged["tbl"] = table
+        yield tagged
+
+
+def to_batches(rows: Iterable[Row]) -> Iterator[Any]:
+    """Rows (dicts naming some of the `WIDE_DDL` columns) as Arrow batches of the wide
+    schema, `_BATCH_ROWS` rows or `_BATCH_CHARS` characters of text at most. O(rows)."""
+    schema = wide_schema()
+    chunk: list[dict[str, Any]] = []
+    held = 0  # characters of the long text columns in ``chunk``
+    for row in rows:
+        chunk.append(row)
+        held += len(row.get("route_json") or "") + len(row.get("text") or "")
+        if len(chunk) >= _BATCH_ROWS or held >= _BATCH_CHARS:
+            yield arrow_batch(chunk, schema)
+            chunk = []
+            held = 0
+    if chunk:
+        yield arrow_batch(chunk, schema)
+
+
+def rows_of(batches: Iterable[Any], names: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    """The ``names`` columns of Arrow ``batches`` as tuples, a batch's columns converted at
+    once. O(rows × names)."""
+    for batch in batches:
+        columns = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
+        yield from zip(*columns, strict=True)
+
+
 # --------------------------------------------------------------------------- packed stages
 
 #: The read stage's output with ``partition="ns"``: the ``route_changes`` rows in the
@@ -89,8 +171,7 @@ _READ_COLUMNS = ("piece", *TABLES["route_changes"].names, "ipc")
 READ_DDL = ", ".join(["`piece` string", _ddl(TABLES["route_changes"].names), "`ipc` binary"])
 
 
-def packed(step: Callable[[Iterable[Any]], Iterator[Any]]
-           ) -> Callable[[Iterable[Any]], Iterator[Any]]:
+def packed(step: Step) -> Step:
     """``step`` with its wide batches cut in two: the ``route_changes`` rows narrowed to
     their table's columns, the rest packed into one row (`READ_DDL`). O(bytes) in Arrow's
     C++ code; no row is visited in Python."""
@@ -147,86 +228,6 @@ def unpack_step() -> Callable[[Iterable[Any]], Iterator[Any]]:
     return run
 
 
-# --------------------------------------------------------------------------- python steps
-
-
-def rows_of(batches: Iterable[Any], names: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-    """The ``names`` columns of Arrow ``batches`` as tuples, a batch's columns converted at
-    once. O(rows × names)."""
-    for batch in batches:
-        columns = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
-        yield from zip(*columns, strict=True)
-
-
-def to_batches(rows: Iterable[Row]) -> Iterator[Any]:
-    """Rows (dicts naming some of the `WIDE_DDL` columns) as Arrow batches of the wide
-    schema, `_BATCH_ROWS` rows or `_BATCH_CHARS` characters of text at most. O(rows)."""
-    schema = wide_schema()
-    chunk: list[dict[str, Any]] = []
-    held = 0  # characters of the long text columns in ``chunk``
-    for row in rows:
-        chunk.append(row)
-        held += len(row.get("route_json") or "") + len(row.get("text") or "")
-        if len(chunk) >= _BATCH_ROWS or held >= _BATCH_CHARS:
-            yield arrow_batch(chunk, schema)
-            chunk = []
-            held = 0
-    if chunk:
-        yield arrow_batch(chunk, schema)
-
-
-def wide_schema() -> Any:
-    """The pyarrow schema of `WIDE_DDL` (imports pyarrow). O(columns)."""
-    return arrow_schema(_WIDE)
-
-
-#: Kinds of row that are not table rows: a read's accepted lines and misrouted line
-#: (``_read_replay.LINE``, ``MISROUTED``), a read task's ``stats`` and ``counts``. Their
-#: kind is their own, with no ``tbl``.
-_KINDS = frozenset({"line", "misrouted", "stats", "counts"})
-
-
-def tag_rows(emitted: Iterable[Emitted]) -> Iterator[Row]:
-    """Emitted rows as wide rows: a table row (or a contribution) is of kind ``row`` with
-    its table in ``tbl``; the other kinds (`_KINDS`) are their own. O(rows)."""
-    for table, row in emitted:
-        tagged = dict(row)
-        if table in _KINDS:
-            tagged["kind"] = table
-        else:
-            tagged["kind"] = "row"
-            tagged["tbl"] = table
-        yield tagged
-
-
-def python_step(rows: Callable[[Iterable[Any]], Iterable[Emitted]], *,
-                kill: str | None = None) -> Step:
-    """A stage's Python step: the ``rows`` its input batches make, as wide rows in Arrow
-    batches (`tag_rows`, `to_batches`); ``kill``: the marker of `KILL_WORKER_ENV`. The
-    read stage with ``partition="ns"`` cuts its output in two pieces (`packed`). O(rows)."""
-
-    def step(batches: Iterable[Any]) -> Iterator[Any]:
-        return _killing_once(to_batches(tag_rows(rows(batches))), kill)
-
-    return step
-
-
-def _killing_once(batches: Iterator[Any], marker: str | None) -> Iterator[Any]:
-    """``batches``; with a ``marker`` path (`KILL_WORKER_ENV`), the first task to create
-    it exits its Python worker right after its first batch went out."""
-    if not marker:
-        yield from batches
-        return
-    for n, batch in enumerate(batches):
-        yield batch
-        if n == 0:
-            try:
-                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-            except FileExistsError:
-                continue
-            os._exit(17)  # the worker dies mid-task, its partial output already sent
-
-
 #: What the driver collects of a read stage: the kinds and tables it needs.
 _FACTS = ("misrouted", "stats", "counts")
 
@@ -248,6 +249,8 @@ def side_rows(stage: Any, *, pack: bool, columns: Sequence[str]) -> tuple[Any, l
     wanted = side.filter(F.col("kind").isin(*_FACTS) | (F.col("tbl") == "sessions"))
     return side, wanted.select(*columns).collect()
 
+
+# --------------------------------------------------------------------------- between stages
 
 #: What the sweep needs of each session (which broker sessions ended when).
 SESSION_ENDS = ("ns", "broker_name", "end_ms", "end_reason")
