@@ -16,7 +16,7 @@ replaced, or the name server restarted, the topic was unavailable, and that coun
 it (an *outage*).
 
 `TopicLife` is fed the route changes of one topic in time order: the per-topic sweep
-(``_topics.py``, both engines) feeds it as it emits ``route_changes`` rows;
+(``_sweep.py``, both engines) feeds it as it emits ``route_changes`` rows;
 `availability_over_life` feeds it from finished rows. Which sessions ended when comes from
 the ``sessions`` table (`session_removals`). All times are ms.
 """
@@ -24,12 +24,13 @@ the ``sessions`` table (`session_removals`). All times are ms.
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+
+from .._errors import InvalidRequest
+from ._schema import Row
 
 __all__ = ["Removals", "TopicLife", "availability_over_life", "rank_availability",
            "session_removals"]
 
-Row = dict[str, Any]
 #: (name server, broker name, ms) of every session that ended other than by the journal's end
 Removals = Container[tuple[str, str, int]]
 
@@ -104,7 +105,8 @@ class TopicLife:
         (``present``), with a writable queue or not, served by broker ``groups``."""
         me = self.servers.get(ns)
         if me is None:
-            raise ValueError(f"route change from name server {ns!r} without a span")
+            raise InvalidRequest(f"route change from name server {ns!r} without a span",
+                                 field="ns", value=ns)
         if present and not self.present.get(ns, False):
             self._appear(at)
         self.present[ns] = present

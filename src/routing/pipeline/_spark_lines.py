@@ -1,4 +1,4 @@
-"""The Spark pipeline's inputs: journal files and folders to numbered lines.
+"""The read stage on Spark: journal files and folders to numbered lines (`read` → `Lines`).
 
 JSON Lines files are read by Spark's text source, cut into byte ranges (at least
 `SPLITS_PER_FILE` read tasks for a large plain file; gzip is one task per file); line numbers
@@ -12,37 +12,35 @@ readable lines are the reference's.
 
 from __future__ import annotations
 
-import gzip
 import os
 import posixpath
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from .._errors import InvalidRequest
 from ._connect import is_connect, session_parallelism
-from ._outputs import Row
-from ._read import (
-    EMPTY_REASON,
+from ._errors import JournalNotFound
+from ._files import (
     LINES_SCHEMA_DDL,
-    SKIPPED_REASON,
     InputFile,
+    Survey,
     expand_local,
-    file_row,
+    has_scheme,
     is_parquet_path,
-    iter_lines,
     kind_in_folder,
-    line_key,
+    survey,
 )
+from ._schema import Row
 
-__all__ = ["SPLITS_PER_FILE", "SPLIT_READ_BYTES", "Lines", "has_scheme", "read", "read_lines",
-           "split_read", "task_slots", "to_parquet"]
+__all__ = ["SPLITS_PER_FILE", "SPLIT_READ_BYTES", "Lines", "read", "read_lines", "task_slots",
+           "to_parquet"]
 
-
-def has_scheme(path: str) -> bool:
-    return "://" in path or path.startswith(("hdfs:", "s3a:", "s3:", "gs:", "abfs:", "wasb:"))
+#: No input looked at (lines given in memory).
+_NOTHING = Survey(texts={}, parquets={}, damaged={}, notes=(), first_names=None, whole=None)
 
 
 def _expand(spark: Any, paths: Sequence[str]) -> list[InputFile]:
@@ -86,7 +84,7 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
     a ``binaryFile`` scan that reads no content, compared by their path parts, normalised
     (Spark qualifies ``file:///x`` as ``file:/x``; its listing already leaves out names
     starting with ``_`` or ``.``, which `_expand` leaves out too). Raises
-    `FileNotFoundError` if nothing is there."""
+    `JournalNotFound` (a `FileNotFoundError`) if nothing is there."""
     if is_connect(spark):
         try:
             files = [str(r[0]) for r in spark.read.format("binaryFile")
@@ -94,7 +92,7 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
                      .select("path").collect()]
         except Exception as exc:
             if "PATH_NOT_FOUND" in str(exc):
-                raise FileNotFoundError(f"no such journal file or folder: {path}") from None
+                raise JournalNotFound(f"no such journal file or folder: {path}") from None
             raise
         base = _path_part(path)
         parts = [_path_part(f) for f in files]
@@ -106,7 +104,7 @@ def _list_uri(spark: Any, path: str) -> tuple[str, list[str]] | None:
     hpath = jvm.org.apache.hadoop.fs.Path(path)
     fs = hpath.getFileSystem(conf)
     if not fs.exists(hpath):
-        raise FileNotFoundError(f"no such journal file or folder: {path}")
+        raise JournalNotFound(f"no such journal file or folder: {path}")
     if not fs.getFileStatus(hpath).isDirectory():
         return None
     files = []
@@ -138,21 +136,13 @@ SPLIT_MAX_BYTES = 128 << 20
 SPLITS_PER_FILE = 8
 #: One journal file per name server is read whole, one task per file, unless the files are
 #: fewer than the cores and the largest plain one is larger than this (Spark's default
-#: ``spark.sql.files.maxPartitionBytes``): then it is cut into byte ranges (`split_read`).
+#: ``spark.sql.files.maxPartitionBytes``): then it is cut into byte ranges (`Lines.split`).
 SPLIT_READ_BYTES = 128 << 20
 
 
 #: How many tasks run at once (the session's cores or default parallelism; on Spark
 #: Connect asked of the server).
 task_slots = session_parallelism
-
-
-def split_read(spark: Any, paths: Sequence[str]) -> bool:
-    """True when one-name-server files are better cut into byte ranges than read whole:
-    they are fewer than the task slots (whole files would leave cores idle) and the largest
-    plain local one exceeds `SPLIT_READ_BYTES` (gzip is never cut)."""
-    plain = [os.path.getsize(p) for p in paths if not has_scheme(p) and not p.endswith(".gz")]
-    return bool(plain) and len(paths) < task_slots(spark) and max(plain) > SPLIT_READ_BYTES
 
 
 def _split_large_files(spark: Any, inputs: Sequence[InputFile]) -> int:
@@ -188,44 +178,56 @@ def _max_partition_bytes(spark: Any) -> int:
 
 def byte_size(text: str) -> int:
     """``"128MB"``, ``"64m"``, ``"1g"``, ``"134217728"`` (bytes) as a number of bytes, as
-    Spark reads its byte-size settings; `ValueError` naming the text otherwise. O(len)."""
+    Spark reads its byte-size settings; `routing.InvalidRequest` (a `ValueError`) naming
+    the text otherwise. O(len)."""
     m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
     unit = m.group(2).lower() if m else None
     if m is None or unit not in _BYTE_UNITS:
-        raise ValueError(f"not a byte size: {text!r} (e.g. 128MB, 64m, 134217728)")
+        raise InvalidRequest(f"not a byte size: {text!r} (e.g. 128MB, 64m, 134217728)",
+                             field="spark.sql.files.maxPartitionBytes", value=text)
     return int(m.group(1)) * _BYTE_UNITS[unit]
 
 
-@attrs.define
+@attrs.define(kw_only=True)
 class Lines:
-    """What `read` found: the name servers named by the first line of each local file
-    (None when unknown), rows about whole files (skipped, empty, a gzip file cut short),
-    and, built on first use (planning only, no job), the numbered lines (``order_a,
-    order_b, source, line, text, raw``: ``raw`` holds the bytes of a line that is not
-    UTF-8, whose ``text`` is null) and the bare ``text`` column of every line. A run that
-    reads whole local files never builds them: each Spark text source costs tenths of a
-    second of planning on the driver."""
+    """What `read` found: the inputs looked at here (`_files.Survey`: rows about whole
+    files, the name servers their first lines name, one file per name server or not),
+    whether few large files are better read in byte ranges (``split``), and, built on
+    first use (planning only, no job), the numbered lines (``order_a, order_b, source,
+    line, text, raw``: ``raw`` holds the bytes of a line that is not UTF-8, whose ``text``
+    is null), the bare ``text`` column of every line and how many tasks read the text
+    files in byte ranges. A run that reads whole local files never builds them: each Spark
+    text source costs tenths of a second of planning on the driver."""
 
-    first_names: set[str] | None
-    notes: list[Row]
-    #: input number (``order_a``) → path, for the files Spark reads as text
-    paths: dict[int, str] = attrs.field(factory=dict)
-    #: input number → the name server of its first line, when every input is a local file
-    #: read by Spark and those names are all different (the recorder's layout: one
-    #: journal file per name server); else None
-    whole_files: dict[int, str] | None = None
+    spark: Any = attrs.field(repr=False)
+    inputs: Sequence[InputFile] = ()
+    seen: Survey = _NOTHING
     #: few and large files: read them in byte ranges even when `whole_files` is known
-    #: (`split_read`)
     split: bool = False
-    #: builds (lines, texts, scan): ``scan`` is the text files' scan (one frame: its
-    #: partitions are the read tasks), or None
-    build: Callable[[], tuple[Any, Any, Any]] = attrs.field(kw_only=True, repr=False)
-    _frames: tuple[Any, Any, Any] | None = attrs.field(default=None, init=False, repr=False)
+    #: lines given in memory: (input number, source, number, text)
+    memory: list[tuple[int, str, int, str]] | None = None
+    _frames: tuple[Any, Any, int] | None = attrs.field(default=None, init=False, repr=False)
 
-    def _built(self) -> tuple[Any, Any, Any]:
-        if self._frames is None:
-            self._frames = self.build()
-        return self._frames
+    @property
+    def first_names(self) -> frozenset[str] | None:
+        """The name servers the local files' first lines name (None when unknown)."""
+        return self.seen.first_names
+
+    @property
+    def notes(self) -> tuple[Row, ...]:
+        """Rows about whole files (skipped, empty, a gzip file cut short)."""
+        return self.seen.notes
+
+    @property
+    def paths(self) -> Mapping[int, str]:
+        """Input number (``order_a``) → path, for the files Spark reads as text."""
+        return self.seen.texts
+
+    @property
+    def whole_files(self) -> Mapping[int, str] | None:
+        """Input number → the name server of its first line, when every input is a local
+        file read by Spark and those names all differ; else None."""
+        return self.seen.whole
 
     @property
     def lines(self) -> Any:
@@ -235,15 +237,25 @@ class Lines:
     def texts(self) -> Any:
         return self._built()[1]
 
-    def scan_tasks(self) -> int:
+    @property
+    def read_tasks(self) -> int:
         """How many tasks read the JSON Lines files by byte ranges, under the session's
-        current ``spark.sql.files.maxPartitionBytes`` (planning only, no job); 0 when
-        there is no such scan, or on Spark Connect, whose client cannot plan without
-        running a job (there is no RDD to ask)."""
-        scan = self._built()[2]
-        if scan is None or is_connect(scan.sparkSession):
-            return 0
-        return int(scan.rdd.getNumPartitions())
+        ``spark.sql.files.maxPartitionBytes`` (planning only, no job); 0 when there is no
+        such scan, or on Spark Connect, whose client cannot plan without running a job
+        (there is no RDD to ask)."""
+        return self._built()[2]
+
+    def _built(self) -> tuple[Any, Any, int]:
+        if self._frames is None:
+            if self.memory is not None:
+                df = _python_lines(self.spark, self.memory)
+                self._frames = (df, df.select("text"), 0)
+            else:
+                lines, texts, scan = _frames(self.spark, self.inputs, self.seen)
+                tasks = (0 if scan is None or is_connect(self.spark)
+                         else int(scan.rdd.getNumPartitions()))
+                self._frames = (lines, texts, tasks)
+        return self._frames
 
 
 _LINES_DDL = ("order_a long, order_b long, source string, line long, text string, "
@@ -263,105 +275,33 @@ def _python_lines(spark: Any, rows: list[tuple[int, str, int, str]]) -> Any:
     return spark.createDataFrame(data, _LINES_DDL)
 
 
-def _first_name(path: str) -> str | None:
-    """The name server of a local file's first line (a cheap hint for spreading tasks)."""
-    try:
-        with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as handle:
-            first = handle.readline(1 << 20)
-        return line_key(first.decode("utf-8", "replace"))[0]
-    except (OSError, EOFError):
-        return None
-
-
-def _gzip_state(path: str) -> tuple[int, BaseException | None]:
-    """(uncompressed bytes, error) of a local gzip file, decompressed in streaming (C
-    speed, about 0.3 s per 100 MB here)."""
-    import zlib
-
-    size = 0
-    try:
-        with gzip.open(path, "rb") as handle:
-            while chunk := handle.read(1 << 22):
-                size += len(chunk)
-    except (EOFError, OSError, zlib.error) as exc:
-        return size, exc
-    return size, None
-
-
 def read(spark: Any, sources: Any) -> Lines:
     """Every line of ``sources`` with its file and number (see `Lines`). Looks at the local
-    files (sizes, first lines, gzip ends) now; builds the Spark frames on first use."""
+    files now (`_files.survey`: sizes, first lines, gzip ends: O(files + gzip bytes));
+    builds the Spark frames on first use. Raises `JournalNotFound` when nothing is there."""
     if isinstance(sources, Mapping):
         rows = [(i, name, n, text) for i, (name, lines) in enumerate(sources.items())
                 for n, text in enumerate(lines, start=1)]
-
-        def in_memory() -> tuple[Any, Any, Any]:
-            df = _python_lines(spark, rows)
-            return df, df.select("text"), None
-
-        return Lines(None, [], build=in_memory)
+        return Lines(spark=spark, memory=rows)
     given = [str(sources)] if isinstance(sources, str | Path) else [str(p) for p in sources]
     inputs = _expand(spark, given)
     if not inputs:
-        raise FileNotFoundError(f"no journal files in {given}")
-    notes: list[Row] = []
-    paths: dict[int, str] = {}
-    parquets: dict[int, str] = {}
-    damaged: dict[int, list[tuple[str, int, str]]] = {}  # a cut-short gzip file's lines
-    names: set[str] | None = set()
-    firsts: dict[int, str | None] | None = {}
-    for i, item in enumerate(inputs):
-        local = not has_scheme(item.path)
-        if item.kind == "skipped":
-            notes.append(file_row(item.path, 0, "skipped", SKIPPED_REASON))
-            continue
-        if item.kind == "parquet":
-            names = firsts = None
-            parquets[i] = item.path
-            continue
-        if local:
-            if os.path.getsize(item.path) == 0:
-                notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
-                continue
-            name = _first_name(item.path)
-            if names is not None and name is not None:
-                names.add(name)
-            if firsts is not None:
-                firsts[i] = name
-            if item.path.endswith(".gz"):
-                size, error = _gzip_state(item.path)
-                if error is None and size == 0:
-                    notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
-                    continue
-                if error is not None:  # read what can be read, as the reference does
-                    firsts = None
-                    got = list(iter_lines([item], notes))
-                    if got:
-                        damaged[i] = got
-                    continue
-        else:
-            names = firsts = None
-        paths[i] = item.path
-    whole: dict[int, str] | None = None
-    if firsts is not None and all(n is not None for n in firsts.values()):
-        named = {i: n for i, n in firsts.items() if n is not None}
-        if len(set(named.values())) == len(named):
-            whole = named
-    split = whole is not None and split_read(spark, [paths[i] for i in whole])
-
-    def frames() -> tuple[Any, Any, Any]:
-        return _frames(spark, inputs, paths, parquets, damaged)
-
-    return Lines(names, notes, paths, whole, split, build=frames)
+        raise JournalNotFound(f"no journal files in {given}")
+    seen = survey(inputs)
+    # one file per name server, but fewer files than task slots and a large plain one:
+    # read in byte ranges (a gzip file is never cut)
+    whole = seen.whole or {}
+    plain = [os.path.getsize(seen.texts[i]) for i in whole if not seen.texts[i].endswith(".gz")]
+    split = bool(plain) and len(whole) < task_slots(spark) and max(plain) > SPLIT_READ_BYTES
+    return Lines(spark=spark, inputs=inputs, seen=seen, split=split)
 
 
-def _frames(spark: Any, inputs: Sequence[InputFile], paths: Mapping[int, str],
-            parquets: Mapping[int, str], damaged: Mapping[int, list[tuple[str, int, str]]]
-            ) -> tuple[Any, Any, Any]:
+def _frames(spark: Any, inputs: Sequence[InputFile], seen: Survey) -> tuple[Any, Any, Any]:
     """`read`'s frames (lines, texts, scan), inputs in their order: Parquet copies, lines
     of damaged gzip files read in Python, text files read by Spark."""
     from pyspark.sql import functions as F
 
+    paths, parquets, damaged = seen.texts, seen.parquets, seen.damaged
     _split_large_files(spark, inputs)
     parts = []
     texts = []
@@ -372,7 +312,8 @@ def _frames(spark: Any, inputs: Sequence[InputFile], paths: Mapping[int, str],
                 F.col("source_index").alias("order_b"), "source", "line", "text",
                 F.lit(None).cast("binary").alias("raw")))
         elif i in damaged:
-            parts.append(_python_lines(spark, [(i, *g) for g in damaged[i]]))
+            parts.append(_python_lines(spark, [(i, g[0], g[1], g[2] or "")
+                                               for g in damaged[i]]))
         else:
             texts.append(spark.read.option("lineSep", "\n").text(paths[i]).select(
                 F.lit(i).cast("long").alias("order_a"), F.lit(paths[i]).alias("source"),
@@ -420,7 +361,8 @@ def to_parquet(spark: Any, sources: Any, out: str, *, mode: str = "error") -> in
     faster and splittable re-reading; returns the number of lines. Reading the copy gives
     the same records, rejections and places as the originals. ``mode``: Spark's save mode
     (``"error"``, the default, refuses an existing ``out``; Spark Connect does not know
-    the ``"errorifexists"`` spelling)."""
+    the ``"errorifexists"`` spelling). Cost: one Spark job that reads and sorts every line
+    and writes it (O(lines log lines) over the tasks), and one that counts the copy."""
     from pyspark.sql import functions as F
 
     lines = read_lines(spark, sources)

@@ -1,9 +1,10 @@
-"""Which journal entries can be replayed apart: independent sets of broker groups.
+"""The broker-group partition (``partition="group"``): which journal entries can be replayed
+apart, as independent sets of broker groups, and their replay.
 
 A name server's manager couples broker groups only through what they share. This module
 names what each entry touches (*nodes*) and joins nodes that appear in the same entry; each
 resulting component can be replayed on its own manager, and the routes of the components
-add up to the real routes (``_topics.merge_routes``). The coupling points, from
+add up to the real routes (``_answers.merge_routes``). The coupling points, from
 ``_manager.py`` and ``_routes.py``:
 
 * a group (``g:<broker_name>``): its rows, its members, its write bit, its rejections (D3);
@@ -17,12 +18,17 @@ Entries that touch the whole name server but act on each group alone (the header
 that component's part. Static-topic mappings (``topic_queue_mappings``) appear in a route
 even for groups without a row, so a name server whose registrations carry any is not split
 (`WHOLE`). Everything else lands in exactly one component.
+
+`replay_components` replays the accepted lines of each (name server, component), in
+sequence order, each on its own reader and `ReplayDeriver`: what Spark's replay tasks run
+and what the reference's model of this plan (`analyze_partitioned`) runs in one process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from .._errors import InvariantViolation
 from ..journal import (
     AddWritePerm,
     ChannelClosed,
@@ -41,8 +47,11 @@ from ..journal import (
     UnregisterMany,
     WipeWritePerm,
 )
+from ._deriver import ReplayDeriver
+from ._schema import Emitted
 
-__all__ = ["WHOLE", "Components", "component_count", "components", "nodes_of", "replay_entry"]
+__all__ = ["WHOLE", "ComponentLine", "Components", "component_count", "components", "nodes_of",
+           "replay_components", "replay_entry"]
 
 #: The node of an entry that forbids splitting its name server.
 WHOLE = "*"
@@ -143,6 +152,36 @@ def replay_entry(reader: JournalReader, ns: str, seq: int, ts: int, op: str, sou
         return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=Scan())
     entry = reader.feed(text, source=source, line_number=line)
     if isinstance(entry, RejectedLine):
-        raise AssertionError(f"{source}:{line} was accepted when {ns} was read whole, but "
-                             f"its component's reader rejects it: {entry.reason}")
+        raise InvariantViolation([f"{source}:{line} was accepted when {ns} was read whole, "
+                                  f"but its component's reader rejects it: {entry.reason}"])
     return entry
+
+
+#: An accepted line routed to a component: (ns, component, primary, seq, ts, op, source,
+#: line, text); ``primary`` is False for the copies of an entry every component replays
+#: but the first (their replay rejection is reported once).
+ComponentLine = tuple[str, int, bool, int, int, str, str, int, str]
+
+
+def replay_components(lines: Iterable[ComponentLine], spans: Mapping[str, tuple[int, int]]
+                      ) -> Iterator[Emitted]:
+    """The rows of every (name server, component) of ``lines``, sorted by (ns, component,
+    seq): each is re-read by its own reader (`replay_entry`) and replayed by its own
+    `ReplayDeriver` (``spans``: each name server's journal [first, last] ms, the end of its
+    open sessions); its contributions instead of ``route_changes``. O(lines) and one
+    manager held at a time."""
+    key: tuple[str, int] | None = None
+    reader = JournalReader()
+    deriver: ReplayDeriver | None = None
+    for ns, comp, primary, seq, ts, op, source, line, text in lines:
+        if (ns, comp) != key:
+            if deriver is not None:
+                yield from deriver.finish()
+            key = (ns, comp)
+            reader = JournalReader()
+            deriver = ReplayDeriver(ns, comp, end_ms=spans[ns][1])
+        assert deriver is not None
+        entry = replay_entry(reader, ns, seq, ts, op, source, line, text)
+        yield from deriver.apply(entry, (source, line, text), primary=bool(primary))
+    if deriver is not None:
+        yield from deriver.finish()

@@ -1,4 +1,5 @@
-"""Operation sequences turned into journals, for the differential tests and the docs.
+"""Operation sequences turned into journals, for the pipeline's differential tests (test data:
+imported by the tests only, ``from pipeline_scenarios import play``).
 
 `play` applies simple operation tuples to a few name servers, each a `RouteInfoManager`
 behind a `JournalRecorder` on one shared `ManualClock`, and returns the journals as lines.
@@ -19,12 +20,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._clock import ManualClock
-from .._errors import InvalidRequest
-from .._manager import RouteInfoManager
-from .._messages import Registration, RoutingConfig, UnregisterRequest
-from .._values import DataVersion, Perm, QueueData, TopicConfig, TopicQueueMappingInfo
-from ..journal import JournalRecorder
+from routing import (
+    DataVersion,
+    InvalidRequest,
+    ManualClock,
+    Perm,
+    QueueData,
+    Registration,
+    RouteInfoManager,
+    RoutingConfig,
+    TopicConfig,
+    TopicQueueMappingInfo,
+    UnregisterRequest,
+)
+from routing.journal import JournalRecorder
 
 __all__ = ["ADDRS", "CHANNELS", "GROUPS", "TOPICS", "Op", "damage", "operations", "play"]
 

@@ -1,8 +1,8 @@
-"""The replay stage: turn the events of `routing.journal.Replayer` into output rows.
+"""The replay deriver: the events of `routing.journal.Replayer` turned into output rows.
 
 One `ReplayDeriver` follows one replay partition: a whole name server (the reference, and
 ``partition="ns"``), or one independent set of its broker groups (``partition="group"``, see
-``_plan.py``). It sees every entry of the partition in sequence order together with the
+``_groups.py``). It sees every entry of the partition in sequence order together with the
 `ReplayEvent` the library produced for it, and emits:
 
 * ``sessions`` — a live entry's life: opened by an accepted registration with
@@ -13,11 +13,14 @@ One `ReplayDeriver` follows one replay partition: a whole name server (the refer
   (``open``);
 * ``expiries`` — each ``expired`` removal, with the timeout from the scan's `ExpiredBroker`;
 * ``contrib`` — the partition's route of every topic in `RouteChange.changed_topics`, right
-  after the write (the input of the per-topic stage, ``_topics.py``); or, replaying a whole
+  after the write (the input of the per-topic sweep, ``_sweep.py``); or, replaying a whole
   name server with ``changes=True``, ``route_changes`` — only the routes that differ from
-  the topic's previous answer there, as the per-topic stage would emit them (it then takes
-  their answers, not the route texts: `_topics.TopicSweep.feed_changes`);
-* ``rejected`` — entries the manager refused (`ReplayError`).
+  the topic's previous answer there, as the sweep would emit them (it then takes their
+  answers, not the route texts: `_sweep.TopicSweep.feed_changes`);
+* ``rejected`` — entries the manager refused (`ReplayError`), counted in ``rejected``.
+
+The loop that reads lines and feeds them here is ``_read_replay.py``, the same for both
+engines.
 
 Everything is taken from the library's events and results; nothing re-implements its rules.
 All times are ms.
@@ -26,7 +29,6 @@ All times are ms.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from .._manager import RouteInfoManager
 from .._messages import BrokerRegistered, BrokerRemoved, ExpiredBroker, VersionAnswer
@@ -43,12 +45,11 @@ from ..journal import (
     ReplayEvent,
     Scan,
 )
-from ._topics import Answer, canonical_json, change_row
+from ._answers import Answer, canonical_json, change_row
+from ._schema import Emitted
 
-__all__ = ["Emitted", "ReplayDeriver", "Row", "SourceRef"]
+__all__ = ["ReplayDeriver", "SourceRef"]
 
-Row = dict[str, Any]
-Emitted = tuple[str, Row]
 #: Where an entry came from: (source, line number, line text).
 SourceRef = tuple[str, int, str]
 
@@ -99,6 +100,8 @@ class ReplayDeriver:
         self.sessions: dict[tuple[str, str], _Session] = {}
         #: topics whose last route was present, with its digest (``changes``; else None)
         self.present: dict[str, str | None] = {}
+        #: ``rejected`` rows emitted (replay rejections of primary copies)
+        self.rejected = 0
 
     # ------------------------------------------------------------------ input
 
@@ -143,6 +146,7 @@ class ReplayDeriver:
             event = self.replayer.apply(entry)
         except ReplayError as exc:
             if primary:
+                self.rejected += 1
                 source, line, text = where
                 yield "rejected", {"source": source, "line": line, "stage": "replay",
                                    "reason": str(exc), "ns": self.ns, "seq": entry.seq,
