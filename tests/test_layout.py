@@ -24,20 +24,6 @@ DEPRECATED_ALIASES = {"strategies": "routing.testing.strategies",
                       "pytest_plugin": "routing.testing.pytest_plugin"}
 #: The size past which a module should be split by responsibility (lines).
 MAX_LINES = 600
-#: The modules of the import loops that issue 26's pipeline and remoting branches take apart
-#: (counted since imports inside functions and under ``TYPE_CHECKING`` count). A loop whose
-#: modules are all listed here is reported but tolerated until those branches land; the lead
-#: deletes this constant at merge, and from then on every loop fails.
-KNOWN_LOOPS_BEING_REMOVED = frozenset({
-    # _spark -> reference -> _store -> _summary -> _spark (and reference -> _summary)
-    "routing.pipeline._spark", "routing.pipeline._store", "routing.pipeline._summary",
-    "routing.pipeline.reference",
-    # _processor <-> _admin, _processor <-> _register
-    "routing.remoting._admin", "routing.remoting._processor", "routing.remoting._register",
-    # _server -> _connection -> _server, _server -> _metrics -> _server, _admission -> _metrics
-    "routing.remoting._admission", "routing.remoting._connection", "routing.remoting._metrics",
-    "routing.remoting._server",
-})
 
 
 def _module_name(path: Path, root: Path = SRC) -> str:
@@ -167,7 +153,7 @@ def _closed_path(graph: dict[str, set[str]], component: set[str]) -> list[str]:
 
 def assert_no_loops(graph: dict[str, set[str]], tolerated: frozenset[str] = frozenset()) -> None:
     """Fail listing every loop of ``graph``, unless all the modules of a loop are in
-    ``tolerated``."""
+    ``tolerated`` (empty in the suite: every loop fails)."""
     loops = sorted(loop_components(graph), key=min)
     failing = [c for c in loops if not c <= tolerated]
     assert not failing, (
@@ -175,7 +161,7 @@ def assert_no_loops(graph: dict[str, set[str]], tolerated: frozenset[str] = froz
         + "\n".join(f"  {' -> '.join(_closed_path(graph, c))}"
                      + (f"\n    (the loop holds {', '.join(sorted(c))})" if len(c) > 2 else "")
                      for c in failing)
-        + (f"\n(and {len(loops) - len(failing)} tolerated: KNOWN_LOOPS_BEING_REMOVED)"
+        + (f"\n(and {len(loops) - len(failing)} tolerated)"
            if len(loops) > len(failing) else ""))
 
 
@@ -213,9 +199,7 @@ def test_import_routing_loads_no_capability():
 
 
 def test_no_import_loops():
-    # (the allowance covers the two packages being restructured, nothing else)
-    assert {m.split(".")[1] for m in KNOWN_LOOPS_BEING_REMOVED} <= {"pipeline", "remoting"}
-    assert_no_loops(import_graph(), KNOWN_LOOPS_BEING_REMOVED)
+    assert_no_loops(import_graph())
 
 
 def _plant(root: Path, files: dict[str, str]) -> Path:
