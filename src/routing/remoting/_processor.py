@@ -65,6 +65,8 @@ from ._register import Renew, register_broker
 
 __all__ = ["KVStore", "NameServerProcessor", "Notification", "Outcome", "RouteManager"]
 
+#: ``RemotingCommand.createResponseCommand(null)``'s remark, left on one SUCCESS answer.
+_NO_CODE_REMARK = "not set any response code"
 _FAQ = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _ROUTE_CACHE_LIMIT = 65_536
@@ -358,7 +360,9 @@ class NameServerProcessor:
     def _member_group(self, request: RemotingCommand, f: _Fields,
                       channel: Hashable | None) -> Outcome:
         group = self.manager.broker_member_group(f.text("clusterName"), f.text("brokerName"))
-        return self._ok(request, body=encode_broker_member_group(group))
+        # Java's getBrokerMemberGroup never clears createResponseCommand's default remark
+        return Outcome(response=request.make_response(
+            ResponseCode.SUCCESS, _NO_CODE_REMARK, body=encode_broker_member_group(group)))
 
     def _wipe_write_perm(self, request: RemotingCommand, f: _Fields,
                          channel: Hashable | None) -> Outcome:

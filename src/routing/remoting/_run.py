@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +58,18 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
         sink.close()
         raise
     return recorder, sink, path
+
+
+def _served(address: tuple[str, int], settings: NamesrvConfig) -> list[tuple[str, str]]:
+    """What GET_NAMESRV_CONFIG must report of the process, as Java's does: the address and
+    port actually bound (``bindAddress``, ``listenPort``; a file's values or port 0 are not
+    what is served) and ``rocketmqHome`` from ``$ROCKETMQ_HOME`` when no file set it
+    (Java's ``NamesrvConfig`` default; a setting with no value is left out, as Java's is)."""
+    pairs = [("bindAddress", address[0]), ("listenPort", str(address[1]))]
+    home = os.environ.get("ROCKETMQ_HOME")
+    if home and settings.get("rocketmqHome") is None:
+        pairs.append(("rocketmqHome", home))
+    return pairs
 
 
 async def serve(host: str = "127.0.0.1", port: int = 9876, *,
@@ -133,6 +146,7 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     metrics_server: Any = None
     try:
         address = await host_.start()
+        processor.update_config(_served(address, processor.settings))
         if metrics is not None:
             from ._metrics import start_metrics
             _, metrics_server = start_metrics(host_, *metrics)
