@@ -18,6 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from java_namesrv import JavaNameServer, JavaUnavailable, build, find_tool
+from wire import RoutingServer, WireClient, eventually
+from wire_diff import Pair
+from wire_requests import cmd
+
 from routing.remoting import (
     NAMESPACE_ORDER_TOPIC_CONFIG,
     RequestCode,
@@ -26,11 +31,6 @@ from routing.remoting import (
     decode_kv_table,
     decode_topic_list,
 )
-
-from java_namesrv import JavaNameServer, JavaUnavailable, build, find_tool
-from wire import RoutingServer, WireClient, eventually
-from wire_diff import Pair
-from wire_requests import cmd
 
 #: Java's and ours: how often silent brokers are expired (ms). Java reads it at start only.
 SCAN_MS = 500

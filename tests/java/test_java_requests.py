@@ -10,6 +10,10 @@ is pinned here by name (docs/java-parity.md, "On the wire").
 from __future__ import annotations
 
 import pytest
+from wire import eventually
+from wire_diff import Pair, body_doc, dialect, header_forms
+from wire_requests import Broker, cmd, register_topic, route
+
 from routing.remoting import (
     CURRENT_VERSION,
     NAMESPACE_ORDER_TOPIC_CONFIG,
@@ -19,10 +23,6 @@ from routing.remoting import (
     decode_cluster_info,
     decode_topic_list,
 )
-
-from wire import eventually
-from wire_diff import Pair, body_doc, dialect, header_forms
-from wire_requests import Broker, cmd, register_topic, route
 
 FORMS = {f"{kind.name}-v{version}": (kind, version) for kind, version in header_forms()}
 

@@ -15,10 +15,10 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from wire import WireClient
+
 from routing.remoting import RemotingCommand, RequestCode, SerializeType, loads
 from routing.remoting._config import parse_properties
-
-from wire import WireClient
 
 __all__ = ["Pair", "body_doc", "differences", "dialect", "properties"]
 
