@@ -14,12 +14,13 @@ Where ``javac`` or the build tool is missing the tests skip with the reason, exc
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from java_namesrv import JavaNameServer, JavaUnavailable, build, find_tool
-from wire import RoutingServer, WireClient, eventually
+from wire import SCAN_MS, RoutingServer, WireClient, eventually
 from wire_diff import Pair
 from wire_requests import cmd
 
@@ -32,8 +33,8 @@ from routing.remoting import (
     decode_topic_list,
 )
 
-#: Java's and ours: how often silent brokers are expired (ms). Java reads it at start only.
-SCAN_MS = 500
+#: Java's delay before the first expiry scan (s).
+JAVA_FIRST_SCAN_S = 5.0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -57,6 +58,7 @@ class Oracle:
         self.server: JavaNameServer | None = None
         self.config: bytes = b""
         self.restarts = 0
+        self.started = 0.0
 
     @property
     def address(self) -> tuple[str, int]:
@@ -67,8 +69,16 @@ class Oracle:
         self.server = JavaNameServer(
             properties={"scanNotActiveBrokerInterval": str(SCAN_MS)},
             env={"RMQ_LOG_LEVEL": "WARN"}).start()
+        self.started = time.monotonic()
         with WireClient(self.address) as client:
             self.config = client.call(cmd(RequestCode.GET_NAMESRV_CONFIG)).body
+
+    def wait_until_scanning(self) -> None:
+        """Java's scan task first runs 5 000 ms after start (``startScheduleService``), then
+        every ``scanNotActiveBrokerInterval``: wait for that instant if it is still ahead."""
+        ahead = self.started + JAVA_FIRST_SCAN_S - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
 
     def stop(self) -> None:
         if self.server is not None:
@@ -115,7 +125,7 @@ class Oracle:
                             "namespace": NAMESPACE_ORDER_TOPIC_CONFIG, "key": key}))
                 if eventually(lambda: self._empty(client), bool, timeout_s=5):
                     return
-        except Exception:  # noqa: S110  (a state our decoders refuse: null names, ...)
+        except Exception:
             pass
         self.restart()
 

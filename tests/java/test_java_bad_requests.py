@@ -15,11 +15,11 @@ from __future__ import annotations
 import struct
 
 import pytest
-from routing.remoting import RemotingCommand, RequestCode, ResponseCode
-
 from wire import WireClient
 from wire_diff import Pair
 from wire_requests import Broker, cmd, register_topic, route
+
+from routing.remoting import RemotingCommand, RequestCode, ResponseCode
 
 SUCCESS, SYSTEM_ERROR = ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR
 NOT_SUPPORTED, QUERY_NOT_FOUND = ResponseCode.REQUEST_CODE_NOT_SUPPORTED, 22

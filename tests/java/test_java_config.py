@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from routing.remoting import RequestCode, ResponseCode
-
 from wire import RoutingServer, WireClient
 from wire_diff import Pair, properties
 from wire_requests import Broker, cmd
+
+from routing.remoting import RequestCode, ResponseCode
 
 #: routing's own settings (no Java counterpart), reported so that 318 changes read back
 ROUTING_ONLY = {"defaultHeartbeatTimeoutMillis", "maxQueueNums"}

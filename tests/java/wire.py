@@ -21,9 +21,11 @@ from typing import Any, TypeVar
 from routing.remoting import FrameDecoder, ProtocolError, RemotingCommand, encode, serve
 from routing.remoting._config import NamesrvConfig, load_properties_file
 
-__all__ = ["RoutingServer", "WireClient", "eventually"]
+__all__ = ["SCAN_MS", "RoutingServer", "WireClient", "eventually"]
 
 TIMEOUT_S = 10.0
+#: Both servers' expiry scan period in these tests (ms); Java reads it at start only.
+SCAN_MS = 500
 _opaques = itertools.count(1)
 T = TypeVar("T")
 
