@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from java_namesrv import JavaNameServer, JavaUnavailable, build, find_tool
-from wire import SCAN_MS, RoutingServer, WireClient, eventually
-from wire_diff import Pair
+from wire import SCAN_MS, RoutingServer, WireClient, eventually, properties_like_java
+from wire_diff import Pair, align_kv_namespaces
 from wire_requests import cmd
 
 from routing.remoting import (
@@ -153,17 +153,6 @@ def java(java_namesrv: Oracle) -> Oracle:
     return java_namesrv
 
 
-def properties_like_java(folder: Path, **extra: str) -> Path:
-    """A ``namesrv.properties`` with the keys run.sh writes for Java (paths of our own)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = {"listenPort": "0", "bindAddress": "127.0.0.1", "rocketmqHome": str(folder),
-             "kvConfigPath": str(folder / "namesrv" / "kvConfig.json"),
-             "scanNotActiveBrokerInterval": str(SCAN_MS), **extra}
-    path = folder / "namesrv.properties"
-    path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
-    return path
-
-
 @pytest.fixture
 def ours(tmp_path: Path) -> Iterator[RoutingServer]:
     """``routing serve --config`` with the settings Java got, on a free loopback port."""
@@ -176,18 +165,6 @@ def ours(tmp_path: Path) -> Iterator[RoutingServer]:
 def pair(java: Oracle, ours: RoutingServer) -> Iterator[Pair]:
     """One connection to each server."""
     with Pair(java.address, ours.address) as both:
-        _same_kv_namespaces(both)
+        align_kv_namespaces(both)
         yield both
 
-
-def _same_kv_namespaces(both: Pair) -> None:
-    """Java keeps a KV namespace once created, even emptied (``deleteKVConfig`` removes the
-    key only), and a registration's answer carries the order-topic namespace's table: give
-    ours the same empty namespace when Java has one."""
-    listing = cmd(RequestCode.GET_KVLIST_BY_NAMESPACE,
-                  {"namespace": NAMESPACE_ORDER_TOPIC_CONFIG})
-    if both.java.call(listing).code == ResponseCode.SUCCESS:
-        key = {"namespace": NAMESPACE_ORDER_TOPIC_CONFIG, "key": "-"}
-        both.ours.call(cmd(RequestCode.PUT_KV_CONFIG, {**key, "value": "-"}))
-        both.ours.call(cmd(RequestCode.DELETE_KV_CONFIG, key))
-    both.same(listing)

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from routing.remoting import FrameDecoder, ProtocolError, RemotingCommand, encode, serve
 from routing.remoting._config import NamesrvConfig, load_properties_file
 
-__all__ = ["SCAN_MS", "RoutingServer", "WireClient", "eventually"]
+__all__ = ["SCAN_MS", "RoutingServer", "WireClient", "eventually", "properties_like_java"]
 
 TIMEOUT_S = 10.0
 #: Both servers' expiry scan period in these tests (ms); Java reads it at start only.
@@ -175,6 +175,17 @@ def eventually(probe: Callable[[], T], done: Callable[[T], bool], *, timeout_s: 
         if done(result) or time.monotonic() >= deadline:
             return result
         time.sleep(every_s)
+
+
+def properties_like_java(folder: Path, **extra: str) -> Path:
+    """A ``namesrv.properties`` with the keys run.sh writes for Java (paths of our own)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = {"listenPort": "0", "bindAddress": "127.0.0.1", "rocketmqHome": str(folder),
+             "kvConfigPath": str(folder / "namesrv" / "kvConfig.json"),
+             "scanNotActiveBrokerInterval": str(SCAN_MS), **extra}
+    path = folder / "namesrv.properties"
+    path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+    return path
 
 
 @contextlib.contextmanager

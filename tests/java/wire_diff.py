@@ -20,7 +20,7 @@ from wire import WireClient
 from routing.remoting import RemotingCommand, RequestCode, SerializeType, loads
 from routing.remoting._config import parse_properties
 
-__all__ = ["Pair", "body_doc", "differences", "dialect", "properties"]
+__all__ = ["Pair", "align_kv_namespaces", "body_doc", "differences", "dialect", "properties"]
 
 #: Lists whose order is a Java HashMap/HashSet iteration order (routing sorts them, D4/D8).
 _HASH_ORDERED = frozenset({"brokerDatas", "queueDatas", "topicList"})
@@ -145,6 +145,23 @@ class Pair:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def align_kv_namespaces(both: Pair) -> None:
+    """Java keeps a KV namespace once created, even emptied (``deleteKVConfig`` removes the
+    key only), and a registration's answer carries the order-topic namespace's table: give
+    a fresh server of ours the same empty namespace when Java has one."""
+    from wire_requests import cmd
+
+    from routing.remoting import NAMESPACE_ORDER_TOPIC_CONFIG, ResponseCode
+
+    listing = cmd(RequestCode.GET_KVLIST_BY_NAMESPACE,
+                  {"namespace": NAMESPACE_ORDER_TOPIC_CONFIG})
+    if both.java.call(listing).code == ResponseCode.SUCCESS:
+        key = {"namespace": NAMESPACE_ORDER_TOPIC_CONFIG, "key": "-"}
+        both.ours.call(cmd(RequestCode.PUT_KV_CONFIG, {**key, "value": "-"}))
+        both.ours.call(cmd(RequestCode.DELETE_KV_CONFIG, key))
+    both.same(listing)
 
 
 def header_forms() -> tuple[tuple[SerializeType, int], ...]:
