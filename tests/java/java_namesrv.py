@@ -20,6 +20,7 @@ Used by the ``java_namesrv`` fixture (tests/java/conftest.py) and by
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import os
@@ -128,6 +129,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the process that started it dies (Linux ``prctl``; kept
+    across run.sh's ``exec java``), so a crashed test run leaves no name server behind."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _run_script(tool: Path, work: Path) -> Path:
     """A copy of the tool's run.sh whose properties heredoc also expands
     ``$ROUTING_EXTRA_PROPERTIES`` (more ``key=value`` lines)."""
@@ -191,6 +200,7 @@ class JavaNameServer:
                 self.proc = subprocess.Popen(
                     [str(script)], stdout=out, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, start_new_session=True,
+                    preexec_fn=_die_with_parent,
                     env={**os.environ, "WORK": str(self.work), "PORT": str(self.port),
                          _EXTRA_ENV: extra, **self.env})
             try:
@@ -237,6 +247,8 @@ class JavaNameServer:
                     os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=grace_s)
         shutil.rmtree(self.home, ignore_errors=True)
+        if self.log is not None and proc.returncode in (0, 143, -signal.SIGTERM):
+            self.log.unlink(missing_ok=True)  # kept when the JVM ended otherwise
         return proc.returncode
 
     def __enter__(self) -> JavaNameServer:

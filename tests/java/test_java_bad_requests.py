@@ -205,3 +205,18 @@ def test_big_registrations_answer_the_same(pair: Pair) -> None:
     body = big.body([f"Topic{i:05d}" for i in range(10)]) + pad
     pair.same(cmd(RequestCode.REGISTER_BROKER, {**big.ids, "haServerAddr": big.ha}, body))
     pair.same(cmd(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": "c1"}))
+
+
+def test_a_header_without_opaque_gets_javas_own_number(java: object, ours: object) -> None:
+    """Java's ``RemotingCommand`` takes the next value of its own request counter when the
+    header has no ``opaque``; ours reads 0. Such a client cannot match answers anyway."""
+    data = _frame(b'{"code":105,"extFields":{"topic":"x"},"flag":0,"version":479}')
+    got = {}
+    for name, peer in (("java", java), ("ours", ours)):
+        with WireClient(peer.address) as client:  # type: ignore[attr-defined]
+            client.send_raw(data)
+            assert not client.closed_by_peer(0.5)
+            [answer] = client.pending
+            got[name] = (answer.code, answer.opaque)
+    assert got["java"][0] == got["ours"][0] == TOPIC_NOT_EXIST
+    assert got["ours"][1] == 0 and got["java"][1] != 0

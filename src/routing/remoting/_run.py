@@ -25,6 +25,7 @@ from ._config import NamesrvConfig
 from ._kv import KVStore
 from ._processor import NameServerProcessor, RouteManager
 from ._server import NameServerHost
+from ._shadow import ShadowProcessor
 
 __all__ = ["run_server", "serve"]
 
@@ -83,6 +84,7 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 settings: NamesrvConfig | None = None,
                 kv_config: str | Path | None = None,
                 metrics: tuple[str, int] | None = None,
+                shadow: bool = False,
                 ) -> tuple[str, int]:
     """Run a name server until SIGINT/SIGTERM (or ``stop_event``), then shut down cleanly.
 
@@ -96,7 +98,9 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
     ``journal_dir``, every write call is journaled (``routing.journal``) under
     ``nameserver_id`` (default ``host:port``). ``metrics=(host, port)`` serves Prometheus
-    text at ``/metrics`` there (the ``metrics`` extra). Returns the address it listened on.
+    text at ``/metrics`` there (the ``metrics`` extra). ``shadow`` refuses clients' route
+    reads and answers brokers (`routing.remoting._shadow`: beside a Java fleet, for its
+    journal). Returns the address it listened on.
     """
     if settings is not None:
         if config is not None and config != settings.routing:
@@ -125,7 +129,10 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
         routes, journal, path = _open_journal(journal_dir, manager,
                                               nameserver_id or f"{host}:{port}")
         _log(logging.INFO, "journal_opened", path=path)
-    processor = NameServerProcessor(routes, kv=kv, settings=settings, renew_unchanged=True)
+    if shadow:
+        _log(logging.INFO, "shadow_mode", refused="GET_ROUTEINFO_BY_TOPIC")
+    kind = ShadowProcessor if shadow else NameServerProcessor
+    processor = kind(routes, kv=kv, settings=settings, renew_unchanged=True)
     current = processor.settings
     idle_s = int(current.get("serverChannelMaxIdleTimeSeconds") or 120)
     host_ = NameServerHost(
