@@ -296,3 +296,33 @@ def test_a_shadow_that_is_down_does_not_hold_back_registrations_with_java(java: 
     # each includes the process start (imports, about 1 s here); a held-back round would
     # add the 3 s connect timeout or the 24 s registration timeout
     assert hanging < alone + 1.5 and refused < alone + 1.5, (alone, hanging, refused)
+
+
+def test_routing_serve_shadow_on_the_command_line(tmp_path: Path) -> None:
+    """``routing serve --shadow --journal DIR``: route reads refused, brokers journaled."""
+    from wire_requests import Broker
+
+    from routing.remoting._shadow import SHADOW_REMARK
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from routing.cli import main; main()", "serve", "--shadow",
+         "--listen", "127.0.0.1:0", "--log-json", "--journal", str(tmp_path)],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.stderr is not None
+        events = []
+        while not any(e.get("event") == "listening" for e in events):
+            line = proc.stderr.readline()
+            assert line, "routing serve exited"
+            events.append(json.loads(line))
+        assert any(e.get("event") == "shadow_mode" for e in events)
+        port = next(e["port"] for e in events if e.get("event") == "listening")
+        with WireClient(("127.0.0.1", int(port))) as client:
+            refused = client.call(route("TA"))
+            assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_ERROR, SHADOW_REMARK)
+            assert client.call(Broker("ba", 10911).register(["TA", "TB"])).code == 0
+    finally:
+        proc.terminate()
+        assert proc.wait(15) == 0
+    [journal] = tmp_path.glob("*.jsonl")
+    assert '"op":"register"' in journal.read_text()
