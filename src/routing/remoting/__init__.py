@@ -33,6 +33,7 @@ from .broker._serve import run_broker, serve_broker
 from .nameserver._connection import Channel
 from .nameserver._host import NameServerHost
 from .nameserver._serve import run_server, serve
+from .nameserver._shadow import SHADOW_REMARK, ShadowProcessor
 from .processor._kv import KVConfigError, KVStore
 from .processor._namesrv_config import (
     ConfigError,
@@ -104,7 +105,7 @@ __all__ = [
     "NameServerProcessor", "Notification", "Outcome", "KVConfigError", "KVStore",
     "ConfigError", "NamesrvConfig", "help_text", "load_properties_file", "parse_properties",
     # name-server host
-    "Channel", "NameServerHost", "run_server", "serve",
+    "Channel", "NameServerHost", "run_server", "serve", "SHADOW_REMARK", "ShadowProcessor",
     # broker host
     "BrokerHost", "run_broker", "serve_broker",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..processor._processor import NameServerProcessor
 from ..processor._request import RouteManager
 from ._host import NameServerHost
 from ._logs import log_event as _log
+from ._shadow import ShadowProcessor
 
 __all__ = ["run_server", "serve"]
 
@@ -60,6 +62,18 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
     return recorder, sink, path
 
 
+def _served(address: tuple[str, int], settings: NamesrvConfig) -> list[tuple[str, str]]:
+    """What GET_NAMESRV_CONFIG must report of the process, as Java's does: the address and
+    port actually bound (``bindAddress``, ``listenPort``; a file's values or port 0 are not
+    what is served) and ``rocketmqHome`` from ``$ROCKETMQ_HOME`` when no file set it
+    (Java's ``NamesrvConfig`` default; a setting with no value is left out, as Java's is)."""
+    pairs = [("bindAddress", address[0]), ("listenPort", str(address[1]))]
+    home = os.environ.get("ROCKETMQ_HOME")
+    if home and settings.get("rocketmqHome") is None:
+        pairs.append(("rocketmqHome", home))
+    return pairs
+
+
 async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 manager: RouteInfoManager | None = None, config: RoutingConfig | None = None,
                 scan_interval_ms: int | None = None, journal_dir: str | Path | None = None,
@@ -71,6 +85,7 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 settings: NamesrvConfig | None = None,
                 kv_config: str | Path | None = None,
                 metrics: tuple[str, int] | None = None,
+                shadow: bool = False,
                 ) -> tuple[str, int]:
     """Run a name server until SIGINT/SIGTERM (or ``stop_event``), then shut down cleanly.
 
@@ -84,7 +99,9 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
     ``journal_dir``, every write call is journaled (``routing.journal``) under
     ``nameserver_id`` (default ``host:port``). ``metrics=(host, port)`` serves Prometheus
-    text at ``/metrics`` there (the ``metrics`` extra). Returns the address it listened on.
+    text at ``/metrics`` there (the ``metrics`` extra). ``shadow`` refuses clients' route
+    reads and answers brokers (`routing.remoting.nameserver._shadow`: beside a Java fleet,
+    for its journal). Returns the address it listened on.
     Cost: `NameServerHost`'s per request; the KV file, when given, is written on every
     change (O(table size)).
     """
@@ -115,7 +132,10 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
         routes, journal, path = _open_journal(journal_dir, manager,
                                               nameserver_id or f"{host}:{port}")
         _log(logging.INFO, "journal_opened", path=path)
-    processor = NameServerProcessor(routes, kv=kv, settings=settings, renew_unchanged=True)
+    if shadow:
+        _log(logging.INFO, "shadow_mode", refused="GET_ROUTEINFO_BY_TOPIC")
+    kind = ShadowProcessor if shadow else NameServerProcessor
+    processor = kind(routes, kv=kv, settings=settings, renew_unchanged=True)
     current = processor.settings
     idle_s = int(current.get("serverChannelMaxIdleTimeSeconds") or 120)
     host_ = NameServerHost(
@@ -136,6 +156,7 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     metrics_server: Any = None
     try:
         address = await host_.start()
+        processor.update_config(_served(address, processor.settings))
         if metrics is not None:
             from ._metrics import start_metrics
             _, metrics_server = start_metrics(host_, *metrics)

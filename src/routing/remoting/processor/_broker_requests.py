@@ -20,6 +20,7 @@ from ..wire._bodies import (
     encode_data_version,
 )
 from ..wire._codec import RemotingCommand
+from ..wire._codes import ResponseCode
 from ._request import Context, Fields, Outcome, ok
 
 __all__ = ["add_write_perm", "heartbeat", "member_group", "query_data_version",
@@ -27,6 +28,8 @@ __all__ = ["add_write_perm", "heartbeat", "member_group", "query_data_version",
 
 #: A version no broker sends, standing in for QUERY_DATA_VERSION's missing body.
 _NO_VERSION = DataVersion(state_version=-1, timestamp=-1, counter=-1)
+#: ``RemotingCommand.createResponseCommand(null)``'s remark, left on one SUCCESS answer.
+_NO_CODE_REMARK = "not set any response code"
 
 
 def query_data_version(proc: Context, request: RemotingCommand, f: Fields,
@@ -52,7 +55,9 @@ def heartbeat(proc: Context, request: RemotingCommand, f: Fields,
 def member_group(proc: Context, request: RemotingCommand, f: Fields,
                  channel: Hashable | None) -> Outcome:
     group = proc.manager.broker_member_group(f.text("clusterName"), f.text("brokerName"))
-    return ok(request, body=encode_broker_member_group(group))
+    # Java's getBrokerMemberGroup never clears createResponseCommand's default remark
+    return Outcome(response=request.make_response(
+        ResponseCode.SUCCESS, _NO_CODE_REMARK, body=encode_broker_member_group(group)))
 
 
 def wipe_write_perm(proc: Context, request: RemotingCommand, f: Fields,
