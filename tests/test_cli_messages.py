@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from routing.pipeline._scenarios import play
+from pipeline_scenarios import play
 from test_remoting_config import invoke_cli
 
 TIMEOUT_S = 60.0

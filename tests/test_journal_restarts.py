@@ -304,7 +304,7 @@ def test_the_rejected_lines_table_counts_each_kind_of_reason_once() -> None:
     first and last line, never cut in the middle of a name."""
     from rich.console import Console
 
-    from routing.pipeline._summary import render, summarize_rows, summary_json
+    from routing.pipeline._summary import render_summary, summarize_rows, summary_json
 
     sink = io.StringIO()
     clock = r.ManualClock(start_ms=5_000)
@@ -327,7 +327,7 @@ def test_the_rejected_lines_table_counts_each_kind_of_reason_once() -> None:
         ("malformed JSON: Expecting property name enclosed in double quotes: line # column # "
          "(char #)", 1, ("b.jsonl", 9), ("b.jsonl", 9))]
     out = io.StringIO()
-    render(summary, Console(file=out, width=250, color_system=None))
+    render_summary(summary, Console(file=out, width=250, color_system=None))
     text = out.getvalue()
     assert "Rejected lines: 9 of 4 kinds" in text
     row = next(line for line in text.splitlines() if "(duplicate or out of order)" in line)

@@ -23,7 +23,7 @@ from routing.remoting import (
     query_route,
     query_route_async,
 )
-from routing.remoting._client import route_request
+from routing.remoting.client._route_query import route_request
 from test_remoting_server import Client, register, run
 
 

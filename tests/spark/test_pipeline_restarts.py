@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from routing.pipeline import analyze, analyze_local
-from routing.pipeline._spark import rows_equal
+from routing.pipeline._schema import rows_equal
 from routing.pipeline._summary import summarize_analysis, summarize_rows
 from test_journal_restarts import KILLS, _restarted_journals
 

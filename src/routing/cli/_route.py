@@ -17,8 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .._values import Perm, TopicRouteData
-from ..remoting import RouteQueryError, query_route
-from ..remoting._bodies import encode_route
+from ..remoting import RouteQueryError, encode_route, query_route
 from ._hosting import split_listen
 
 __all__ = ["route_command"]
