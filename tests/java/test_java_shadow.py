@@ -30,7 +30,7 @@ from typing import Any
 
 import attrs
 import pytest
-from routing.pipeline._topics import route_digest
+from routing.pipeline._answers import route_digest
 from wire import SCAN_MS, RoutingServer, WireClient, eventually, properties_like_java
 from wire_requests import cmd, route
 
