@@ -19,10 +19,18 @@ holds; incidents shorter than a pixel are widened to one. Tables show their wors
 (`TABLE_ROWS`) and say how many there are. So the page stays a few MB at the demo's size
 and under about 12 MB for any journal size: it grows with brokers and sessions, not with
 records.
+
+**The time axis holds dates, never bare numbers.** plotly.js reads a number on a ``date``
+axis as epoch ms unless it has four digits: 1000–9999 is a *year* (a bar starting 3.169 s
+after T+0 was drawn in the year 3169, off the page). Every instant on an axis, a bar's start,
+an end tick, an incident band, a range (also the one the incident links set in the page) is
+therefore a date string (`axis_date`); only a bar's length stays a number, which plotly reads
+as ms whenever the bar has a base.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import json
 import re
@@ -37,7 +45,7 @@ from ._summary import Summary, format_ms, format_time, plural
 from ._timeline import broker_rows
 
 __all__ = ["DISAGREE_COLOUR", "LIVE_COLOUR", "MAX_BARS", "REASON_COLOURS", "TABLE_ROWS",
-           "level_of_detail", "write_report"]
+           "axis_date", "level_of_detail", "write_report"]
 
 Row = dict[str, Any]
 
@@ -53,6 +61,14 @@ MAX_BARS = 40_000
 #: Rows shown per side table.
 TABLE_ROWS = 50
 _EPOCH_2000 = 946_684_800_000
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def axis_date(ms: int) -> str:
+    """Epoch ``ms`` (UTC) as the date string plotly reads unambiguously on a date axis:
+    ``1970-01-01 00:00:03.169``. A simulated clock starts at 1970-01-01. O(1)."""
+    moment = _EPOCH + dt.timedelta(milliseconds=ms)
+    return f"{moment:%Y-%m-%d %H:%M:%S}.{ms % 1000:03d}"
 
 
 def level_of_detail(sessions: Sequence[Row], span_ms: int,
@@ -98,7 +114,7 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
                b["heartbeats"], format_ms(b["end_ms"] - b["start_ms"]),
                rows[index[b["broker_addr"]]][1].split(" ")[0]] for b in mine]
     fig.add_trace(go.Bar(
-        name="live", orientation="h", base=[b["start_ms"] for b in mine],
+        name="live", orientation="h", base=[axis_date(b["start_ms"]) for b in mine],
         x=[max(1, b["end_ms"] - b["start_ms"]) for b in mine],
         y=[index[b["broker_addr"]] for b in mine], customdata=custom,
         marker={"color": LIVE_COLOUR, "line": {"width": 0}}, width=0.7,
@@ -112,7 +128,8 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
         if ends:
             fig.add_trace(go.Scatter(
                 name=f"end: {reason.replace('_', ' ')}", mode="markers",
-                x=[b["end_ms"] for b in ends], y=[index[b["broker_addr"]] for b in ends],
+                x=[axis_date(b["end_ms"]) for b in ends],
+                y=[index[b["broker_addr"]] for b in ends],
                 marker={"symbol": "line-ns", "size": 11,
                         "line": {"color": colour, "width": 3}},
                 hoverinfo="skip", legendgroup=reason, showlegend=False))
@@ -121,7 +138,8 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
     strip = 6 / (height - 64)  # a 6 px solid red strip above the rows
     shapes = []
     for i in incidents:
-        x0, x1 = i["start_ms"], max(i["end_ms"], i["start_ms"] + minimum)
+        x0 = axis_date(i["start_ms"])
+        x1 = axis_date(max(i["end_ms"], i["start_ms"] + minimum))
         # over the bars (translucent: it tints the green), and solid red above them
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "layer": "above",
                        "x0": x0, "x1": x1, "y0": 0, "y1": 1, "fillcolor": DISAGREE_COLOUR,
@@ -145,7 +163,8 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
 
 def _time_axis(fig: Any, t0: int, t1: int) -> None:
     simulated = t0 < _EPOCH_2000
-    fig.update_xaxes(type="date", range=[t0, t1], showgrid=True, gridcolor="#eee",
+    fig.update_xaxes(type="date", range=[axis_date(t0), axis_date(t1)], showgrid=True,
+                     gridcolor="#eee",
                      tickformat="%H:%M" if simulated and t1 - t0 < 86_400_000 else None,
                      title={"text": "simulated time (T+h:mm)" if simulated else "UTC",
                             "font": {"size": 11}})
@@ -165,8 +184,8 @@ def _count_figure(disagreement: Sequence[Row], t0: int, t1: int) -> Any:
         ys.append(level)
     xs.append(t1)
     ys.append(level)
-    fig = go.Figure(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "width": 1,
-                                                                "color": DISAGREE_COLOUR},
+    fig = go.Figure(go.Scatter(x=[axis_date(x) for x in xs], y=ys, mode="lines",
+                               line={"shape": "hv", "width": 1, "color": DISAGREE_COLOUR},
                                fill="tozeroy", name="topics answered differently",
                                hovertemplate="%{y} topics<extra></extra>"))
     fig.update_layout(height=150, margin={"l": 10, "r": 10, "t": 28, "b": 30},
@@ -364,7 +383,9 @@ reset; the panels share the time axis. Name servers: {nav}</p>
     ev.preventDefault();
     const s = Number(a.dataset.start), e = Number(a.dataset.end);
     const pad = Math.max((e - s) * 0.5, span / 400, 1000);
-    const range = [s - pad, e + pad];
+    // dates, not numbers: plotly reads a number of 1000-9999 on a date axis as a year
+    const date = ms => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
+    const range = [date(s - pad), date(e + pad)];
     document.querySelectorAll('tr.active').forEach(r => r.classList.remove('active'));
     a.closest('tr').classList.add('active');
     syncing = true;
