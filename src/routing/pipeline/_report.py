@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._lifetime import rank_availability
+from ._lifetime import rank_availability, split_system_topics
 from ._summary import Summary, format_ms, format_time, plural
 from ._timeline import broker_rows
 
@@ -285,11 +285,16 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
         "<br>".join(e(b) for b in i["brokers"][:3]) + (f"<br>+{len(i['brokers']) - 3} more"
                                                        if len(i["brokers"]) > 3 else "")]
                 for i in worst]
-    life = summary.availability_life
-    ranked = rank_availability(life, TABLE_ROWS)
-    av_rows = [[e(r["topic"]), e(r["ns"]), f"{100 * r['share']:.3f} %", str(r["outages"]),
-                e(format_ms(r["longest_outage_ms"])), e(format_ms(r["life_ms"]))
-                + (" (deleted)" if r["deleted_ms"] is not None else "")] for r in ranked]
+    business, system = split_system_topics(summary.availability_life, sessions)
+
+    def availability_table(life: Sequence[Row], what: str) -> str:
+        ranked = rank_availability(life, TABLE_ROWS)
+        cells = [[e(r["topic"]), e(r["ns"]), f"{100 * r['share']:.3f} %", str(r["outages"]),
+                  e(format_ms(r["longest_outage_ms"])), e(format_ms(r["life_ms"]))
+                  + (" (deleted)" if r["deleted_ms"] is not None else "")] for r in ranked]
+        return _table(["topic", "name server", "writable", "outages", "longest outage",
+                       "life"], cells, total=sum(1 for r in life if r["outages"]),
+                      what=what) if cells else "<p>No outage.</p>"
     expiries = _expiries_by_broker(tables["expiries"])
     exp_rows = [[e(r["broker"]), str(r["count"]),
                  e(", ".join(f"{k} {v}" for k, v in r["name_servers"].items())),
@@ -308,12 +313,16 @@ wall time in all. Longest first; click one to see it on the timelines.</p>
 {_table(["#", "from", "length", "topics", "cause", "name servers", "brokers"], inc_rows,
         cls="incidents", total=len(incidents), what="incidents")}
 <h2>Lowest availability</h2>
-<p class="note">Share of each topic's life with a writable queue on that name server (the
-time from a deletion on purpose until the topic is created again is not part of its life).
-Topics without an outage are left out.</p>
-{_table(["topic", "name server", "writable", "outages", "longest outage", "life"], av_rows,
-        total=sum(1 for r in life if r["outages"]), what="topic/name-server pairs with an outage")
- if av_rows else '<p>No outage.</p>'}
+<p class="note">Share of each topic's life during which that name server's route gave a
+producer a queue to write to: a row with the write bit on a group with a master (the time
+from a deletion on purpose until the topic is created again is not part of its life).
+Topics without an outage are left out; system topics are listed apart, below.</p>
+{availability_table(business, "topic/name-server pairs with an outage")}
+<h2>System topics</h2>
+<p class="note">The brokers' own topics (<code>rmq_sys_*</code>, and those named after a
+cluster or a broker group): producers never write to them, so they are not ranked with the
+others; a broker's own topic is as available as that broker.</p>
+{availability_table(system, "system topic/name-server pairs with an outage")}
 <h2>Expiries per broker</h2>
 {_table(["broker", "expiries", "per name server", "median latency", "max past deadline"],
         exp_rows, total=len(expiries), what="brokers") if exp_rows else '<p>None.</p>'}

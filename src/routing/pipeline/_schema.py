@@ -150,6 +150,9 @@ ROUTE_CHANGES = Table(
         _c("groups", "array<string>", "the broker groups in the route, sorted"),
         _c("read_queue_count", "long", "total read queues"),
         _c("writable_queue_count", "long", "total write queues of rows with the write bit"),
+        _c("producer_writable_queue_count", "long",
+           "of those, the queues of groups with a master (broker id 0): what a producer can "
+           "write to (TopicRouteData.producer_writable_queue_count)"),
         _c("digest", "string", "a hash of the whole route (equal routes, equal digests)",
            nullable=True),
         _c("route_json", "string", "the route as RocketMQ JSON (TopicRouteData)",
