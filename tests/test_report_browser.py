@@ -10,6 +10,7 @@ a missing browser is a failure.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import os
 import shutil
@@ -19,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from routing.pipeline import analyze_local
-from routing.pipeline._report import write_report
+from routing.pipeline._report import axis_date, write_report
 from routing.pipeline._summary import summarize_rows
 from routing.pipeline._timeline import broker_rows
 from routing.sim import SimConfig, simulate
@@ -224,7 +227,7 @@ def test_every_instant_on_the_time_axes_is_a_date_not_a_number() -> None:
     number (without a browser: the figures' data)."""
     import re
 
-    from routing.pipeline._report import _count_figure, _timeline_figure, axis_date
+    from routing.pipeline._report import _count_figure, _timeline_figure
 
     assert axis_date(3_169) == "1970-01-01 00:00:03.169"
     assert axis_date(1_764_000_000_000) == "2025-11-24 16:00:00.000"
@@ -243,3 +246,9 @@ def test_every_instant_on_the_time_axes_is_a_date_not_a_number() -> None:
     date = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$")
     assert all(isinstance(t, str) and date.match(t) for t in instants), instants
     assert list(timeline.data[0].base) == [axis_date(b["start_ms"]) for b in bars]
+
+
+@given(st.integers(-10**12, 4 * 10**12))
+def test_axis_dates_are_the_utc_date_times_of_the_milliseconds(ms: int) -> None:
+    moment = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)
+    assert axis_date(ms) == f"{moment:%Y-%m-%d %H:%M:%S}.{ms % 1000:03d}"
