@@ -16,9 +16,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 import routing as r
+from pipeline_scenarios import operations, play
 from routing.journal import JournalRecorder
 from routing.pipeline import analyze_local
-from routing.pipeline._lifetime import (
+from routing.pipeline._availability import (
     TopicLife,
     availability_over_life,
     is_system_topic,
@@ -26,7 +27,6 @@ from routing.pipeline._lifetime import (
     split_system_topics,
     system_topic_names,
 )
-from routing.pipeline._scenarios import operations, play
 from routing.pipeline._summary import summarize_rows, summary_json
 
 Row = dict[str, Any]

@@ -20,15 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._fake import (
-    BrokerState,
-    FakeBroker,
-    FakeChannel,
-    FakeClock,
-    FakeEvent,
-    FakeNameServer,
-    NameServerUnavailable,
-)
+from ._errors import ClockReentered, NameServerUnavailable, RouteMismatch, UnknownName
+from ._fake import BrokerState, FakeBroker, FakeChannel, FakeClock, FakeEvent, FakeNameServer
 from ._model import RouteModel
 from ._ops import (
     AddWritePermOp,
@@ -62,6 +55,7 @@ __all__ = (
     "AdvanceOp",
     "BrokerSpec",
     "BrokerState",
+    "ClockReentered",
     "CloseChannelOp",
     "DeleteTopicOp",
     "FakeBroker",
@@ -78,10 +72,12 @@ __all__ = (
     "QueryDataVersionOp",
     "RegisterOp",
     "RegisterTopicOp",
+    "RouteMismatch",
     "RouteModel",
     "RouteStateMachine",
     "RoutingSystem",
     "ScanOp",
+    "UnknownName",
     "UnregisterOp",
     "WipeWritePermOp",
     "apply_operation",
