@@ -233,6 +233,8 @@ def test_master_loss_keeps_rows_and_shows_only_slaves(mgr):
     route = mgr.pickup_route("T1")
     assert route_brokers(mgr, "T1") == {"a": {1: "h:2"}}
     assert route.queue_datas[0].writable  # no acting master: perms unchanged
+    # ... but a producer skips a group without a master: nothing to write to
+    assert (route.writable_queue_count, route.producer_writable_queue_count) == (4, 0)
 
 
 def test_acting_master_group_loses_write_bit_when_master_goes(clock):
@@ -245,6 +247,8 @@ def test_acting_master_group_loses_write_bit_when_master_goes(clock):
     assert not route.queue_datas[0].writable
     # the smallest-id slave is presented as id 0, in the answer only
     assert dict(route.broker_datas[0].broker_addrs) == {0: "h:2", 2: "h:3"}
+    # an id 0 again, on a row without the write bit: still nothing a producer can write
+    assert (route.writable_queue_count, route.producer_writable_queue_count) == (0, 0)
     assert dict(mgr.cluster_info().broker_addr_table["a"].broker_addrs) == {1: "h:2", 2: "h:3"}
     # the member-group sync topic is exempt from the rewrite
     mgr.register_topic("rmq_sys_SYNC_BROKER_MEMBER_a", [r.QueueData(broker_name="a", perm=4)])
@@ -253,6 +257,7 @@ def test_acting_master_group_loses_write_bit_when_master_goes(clock):
     # only the master re-registering restores the bit
     mgr.register(reg("a", 0, "h:1", enable_acting_master=True, version=r.DataVersion(counter=2)))
     assert mgr.pickup_route("T1").queue_datas[0].writable
+    assert mgr.pickup_route("T1").producer_writable_queue_count == 4
     mgr.check_invariants()
 
 
@@ -318,6 +323,11 @@ def test_unregister_of_an_address_no_longer_in_its_group_changes_nothing(clock):
     assert not mgr.pickup_route("T1").queue_datas[0].writable  # master gone: bit cleared
     assert mgr.add_write_perm("a") == 2  # the operator restores writes
     assert mgr.pickup_route("T1").queue_datas[0].writable
+    # the write bit is back, so no acting master is presented: a producer still finds no
+    # id 0 and writes nothing
+    restored = mgr.pickup_route("T1")
+    assert dict(restored.broker_datas[0].broker_addrs) == {1: "h:2", 2: "h:3"}
+    assert (restored.writable_queue_count, restored.producer_writable_queue_count) == (4, 0)
     before = observable(mgr)
     # h:1 again (already gone), and an address that was never a member
     assert not mgr.unregister(cluster="c1", broker_addr="h:1", broker_name="a", broker_id=0)

@@ -35,6 +35,8 @@ def test_write_bit_and_read_queues_count_as_in_the_route() -> None:
     answer = _single_answer(canonical_json(route))
     assert (answer.read_queue_count, answer.writable_queue_count) == (5, 7)
     assert answer.writable and answer.present and answer.groups == ()
+    # no group, so no master: nothing a producer can write to
+    assert answer.producer_writable_queue_count == 0 and not answer.producer_writable
 
 
 def test_text_cache_forgets_everything_past_its_budget_in_characters() -> None:

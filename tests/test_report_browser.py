@@ -1,14 +1,16 @@
 """The report page in a real browser: Debian's headless Chromium driven by Playwright.
 
 Checks what a person would: the page loads with no console error and without the network,
-every broker row is there with its address, hovering a session shows its end reason, and an
-incident in the table takes the timelines to its place. ``make test`` installs Chromium when
+every broker row is there with its address, every session of the ``sessions`` table has its
+bar where its times are, hovering a session shows its end reason, and an incident in the
+table takes the timelines to its place. ``make test`` installs Chromium when
 it runs as root; where it is still missing the test skips, except in CI (``CI`` set), where
 a missing browser is a failure.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import os
 import shutil
@@ -18,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from routing.pipeline import analyze_local
-from routing.pipeline._report import write_report
+from routing.pipeline._report import axis_date, write_report
 from routing.pipeline._summary import summarize_rows
 from routing.pipeline._timeline import broker_rows
 from routing.sim import SimConfig, simulate
@@ -74,6 +78,42 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, An
     return write_report(rows, summary, folder / "report.html"), rows, summary
 
 
+def _bar_count(page: Any, ns: str) -> int:
+    """Bars drawn with a width on name server ``ns``'s timeline."""
+    return int(page.eval_on_selector_all(
+        f'[id="tl-{ns}"] .barlayer .point path',
+        "ps => ps.filter(p => p.getBBox().width > 0).length"))
+
+
+def _unmatched_sessions(page: Any, ns: str, sessions: list[Any],
+                        rows: list[tuple[str, str]]) -> list[Any]:
+    """The ``sessions`` of ``ns`` that have no bar drawn on their broker's row, inside the
+    plot, from their start to their end (to a pixel). Each bar matches one session."""
+    row_of = {addr: i for i, (addr, _label) in enumerate(rows)}
+    bars, expected, width = page.evaluate(
+        """([id, spans]) => { const gd = document.getElementById(id);
+             const L = gd._fullLayout;
+             const bars = [...gd.querySelectorAll('.barlayer .point path')]
+               .map(p => p.getBBox()).filter(b => b.width > 0)
+               .map(b => [b.x, b.x + b.width, b.y + b.height / 2]);
+             const want = spans.map(([s, e, row]) =>
+               [L.xaxis.l2p(s), L.xaxis.l2p(e), L.yaxis.l2p(row)]);
+             return [bars, want, L.xaxis._length]; }""",
+        [f"tl-{ns}", [[s["start_ms"], s["end_ms"], row_of[s["broker_addr"]]]
+                      for s in sessions]])
+    free = list(bars)
+    missing = []
+    for session, (x0, x1, y) in zip(sessions, expected, strict=True):
+        assert -1 <= x0 <= x1 <= width + 1  # the session lies inside the plot
+        hit = next((b for b in free if abs(b[0] - x0) <= 1.5 and abs(b[1] - x1) <= 1.5
+                    and abs(b[2] - y) <= 2), None)
+        if hit is None:
+            missing.append(session)
+        else:
+            free.remove(hit)
+    return missing
+
+
 def test_the_report_works_in_a_real_browser(browser: Any, report: tuple[Path, Any, Any]
                                             ) -> None:
     path, rows, summary = report
@@ -94,6 +134,14 @@ def test_the_report_works_in_a_real_browser(browser: Any, report: tuple[Path, An
         shown = page.eval_on_selector_all(f'[id="tl-{ns}"] .ytick text',
                                           "ts => ts.map(t => t.textContent)")
         assert shown == expected, ns
+
+    # every session in the table has its bar, on its row, where its times are: none lost
+    # (a start of 1000-9999 ms was once read by plotly as a year and drawn off the page)
+    assert any(1_000 <= s["start_ms"] < 10_000 for s in rows["sessions"])
+    for ns in servers:
+        mine = [s for s in rows["sessions"] if s["ns"] == ns]
+        assert _unmatched_sessions(page, ns, mine, broker_rows(rows["sessions"])) == [], ns
+        assert _bar_count(page, ns) == len(mine), ns
 
     # hovering a session shows its address and how it ended
     session = max((s for s in rows["sessions"] if s["ns"] == servers[0]
@@ -172,3 +220,35 @@ def test_a_300_broker_page_keeps_every_row_labelled(browser: Any, tmp_path: Path
         assert all(b[0] >= a[1] - 0.5 for a, b in itertools.pairwise(tops))
     assert errors == []
     page.close()
+
+
+def test_every_instant_on_the_time_axes_is_a_date_not_a_number() -> None:
+    """plotly.js reads a number of 1000-9999 on a date axis as a year: no instant may be a
+    number (without a browser: the figures' data)."""
+    import re
+
+    from routing.pipeline._report import _count_figure, _timeline_figure
+
+    assert axis_date(3_169) == "1970-01-01 00:00:03.169"
+    assert axis_date(1_764_000_000_000) == "2025-11-24 16:00:00.000"
+    assert axis_date(-500) == "1969-12-31 23:59:59.500"
+    bars = [{"ns": "ns-0", "broker_addr": "10.0.0.1:10911", "start_ms": 1_000 * k,
+             "end_ms": 1_000 * k + 5_000, "end_reason": "expired", "merged": 1,
+             "heartbeats": 1} for k in range(1, 10)]
+    incident = {"id": 1, "start_ms": 2_000, "end_ms": 4_000}
+    timeline = _timeline_figure("ns-0", bars, [("10.0.0.1:10911", "b #0 10.0.0.1:10911")],
+                                [incident], 1_000, 9_999)
+    count = _count_figure([{"start_ms": 1_500, "end_ms": 9_000}], 1_000, 9_999)
+    instants = [*timeline.data[0].base, *timeline.data[1].x, *count.data[0].x,
+                *(s[k] for s in timeline.layout.shapes for k in ("x0", "x1")),
+                *timeline.layout.xaxis.range, *count.layout.xaxis.range]
+    assert len(instants) == 9 + 9 + 4 + 4 + 2 + 2
+    date = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$")
+    assert all(isinstance(t, str) and date.match(t) for t in instants), instants
+    assert list(timeline.data[0].base) == [axis_date(b["start_ms"]) for b in bars]
+
+
+@given(st.integers(-10**12, 4 * 10**12))
+def test_axis_dates_are_the_utc_date_times_of_the_milliseconds(ms: int) -> None:
+    moment = dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)
+    assert axis_date(ms) == f"{moment:%Y-%m-%d %H:%M:%S}.{ms % 1000:03d}"

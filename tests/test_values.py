@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import routing as r
+from routing.testing import strategies as rs
 
 # ----------------------------------------------------------------------------- validation
 
@@ -236,6 +237,44 @@ def test_loads_a_dump_from_a_real_name_server():
     route = r.TopicRouteData.from_json(dump)
     assert route.broker_datas[0].select_broker_addr() == "192.168.0.7:10911"
     assert route.writable_queue_count == 4
+    assert route.producer_writable_queue_count == 4
+
+
+def test_a_producer_writes_only_to_writable_rows_of_groups_with_a_master():
+    route = r.TopicRouteData(
+        queue_datas=[r.QueueData(broker_name="a", write_queue_nums=4),  # master: counts
+                     r.QueueData(broker_name="b", write_queue_nums=8),  # only a slave left
+                     r.QueueData(broker_name="c", write_queue_nums=2, perm=r.Perm.READ),
+                     r.QueueData(broker_name="d", write_queue_nums=1)],  # no group at all
+        broker_datas=[r.BrokerData(cluster="c1", broker_name="a",
+                                   broker_addrs={0: "h:1", 1: "h:2"}),
+                      r.BrokerData(cluster="c1", broker_name="b", broker_addrs={1: "h:3"}),
+                      r.BrokerData(cluster="c1", broker_name="c", broker_addrs={0: "h:4"})])
+    assert (route.writable_queue_count, route.producer_writable_queue_count) == (13, 4)
+
+
+def _java_publish_queues(route: r.TopicRouteData) -> list[tuple[str, int]]:
+    """The message queues Java's ``topicRouteData2TopicPublishInfo`` lists for a route
+    without an order-topic conf or a static mapping, built as it builds them: rows in
+    broker-name order, each with the write bit whose group (the first of that name) has
+    an id-0 address adds one queue per write queue."""
+    queues = []
+    for row in sorted(route.queue_datas, key=lambda q: q.broker_name):
+        if not row.perm & r.Perm.WRITE:
+            continue
+        group = next((b for b in route.broker_datas if b.broker_name == row.broker_name), None)
+        if group is None or 0 not in group.broker_addrs:
+            continue
+        queues.extend((row.broker_name, i) for i in range(row.write_queue_nums))
+    return queues
+
+
+@given(rs.topic_route_datas(max_groups=5))
+def test_producer_writable_queues_are_the_java_producers_queue_list(route):
+    assert route.producer_writable_queue_count == len(_java_publish_queues(route))
+    assert route.producer_writable_queue_count <= route.writable_queue_count
+    if all(0 in b.broker_addrs for b in route.broker_datas):
+        assert route.producer_writable_queue_count == route.writable_queue_count
 
 
 JSON = st.recursive(

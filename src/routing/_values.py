@@ -509,8 +509,32 @@ class TopicRouteData:
 
     @property
     def writable_queue_count(self) -> int:
-        """Total write queues over the rows that carry the write bit."""
+        """Total write queues over the rows that carry the write bit, whether or not their
+        group has a master: the route's *permission*, not what a producer can reach (see
+        `producer_writable_queue_count`, never larger). O(rows)."""
         return sum(q.write_queue_nums for q in self.queue_datas if q.perm & Perm.WRITE)
+
+    @property
+    def producer_writable_queue_count(self) -> int:
+        """The write queues a producer can send to, as Java's producer builds its queue list
+        (``MQClientInstance.topicRouteData2TopicPublishInfo``): rows with the write bit
+        whose group (the first `BrokerData` of that name) has a master address, broker id
+        0 (`MASTER_ID`). A group that lost its master, with only slaves left, adds nothing:
+        the producer skips it, so a topic whose only group has no master cannot be written
+        although `writable_queue_count` is positive.
+
+        The route is taken as the name server serves it, after its acting-master rewrite:
+        a slave acting as master is shown as id 0, but only in a group whose row lost the
+        write bit, so it adds no write queue either. Java lists an order topic's queues
+        from ``orderTopicConf`` and a static topic's from ``topicQueueMappingByBroker``;
+        a send there still needs the group's master (``findBrokerAddressInPublish``), so
+        this count follows the rows for every route. At most `writable_queue_count`.
+        O(rows + groups)."""
+        mastered: dict[str, bool] = {}
+        for group in self.broker_datas:
+            mastered.setdefault(group.broker_name, MASTER_ID in group.broker_addrs)
+        return sum(q.write_queue_nums for q in self.queue_datas
+                   if q.perm & Perm.WRITE and mastered.get(q.broker_name, False))
 
     def changed_from(self, old: TopicRouteData | None) -> bool:
         """Java ``topicRouteDataChanged``: compare sorted rows and groups with Java equality.

@@ -98,22 +98,34 @@ class Answer:
     groups: tuple[str, ...]
     read_queue_count: int
     writable_queue_count: int
+    #: `TopicRouteData.producer_writable_queue_count`: what availability counts
+    producer_writable_queue_count: int
     route_json: str | None
 
     @classmethod
     def of(cls, route: TopicRouteData | None, since_ms: int | None) -> Answer:
         if route is None:
             return cls(present=False, since_ms=since_ms, digest=None, groups=(),
-                       read_queue_count=0, writable_queue_count=0, route_json=None)
+                       read_queue_count=0, writable_queue_count=0,
+                       producer_writable_queue_count=0, route_json=None)
         text = canonical_json(route)
         return cls(present=True, since_ms=since_ms, digest=_digest(text),
                    groups=tuple(sorted(b.broker_name for b in route.broker_datas)),
                    read_queue_count=sum(q.read_queue_nums for q in route.queue_datas),
-                   writable_queue_count=route.writable_queue_count, route_json=text)
+                   writable_queue_count=route.writable_queue_count,
+                   producer_writable_queue_count=route.producer_writable_queue_count,
+                   route_json=text)
 
     @property
     def writable(self) -> bool:
+        """Some row carries the write bit."""
         return self.writable_queue_count > 0
+
+    @property
+    def producer_writable(self) -> bool:
+        """A producer can write: some row with the write bit whose group has a master
+        (what availability counts)."""
+        return self.producer_writable_queue_count > 0
 
 
 #: No route: the answer of a topic a name server does not serve.
@@ -130,6 +142,7 @@ def change_row(ns: str, topic: str, seq: int, answer: Answer) -> Row:
             "present": answer.present, "groups": list(answer.groups),
             "read_queue_count": answer.read_queue_count,
             "writable_queue_count": answer.writable_queue_count,
+            "producer_writable_queue_count": answer.producer_writable_queue_count,
             "digest": answer.digest, "route_json": answer.route_json}
 
 
@@ -141,7 +154,9 @@ def answer_of_change(row: Mapping[str, Any], *, groups: tuple[str, ...] | None =
     return Answer(present=row["present"], since_ms=row["at_ms"], digest=row["digest"],
                   groups=tuple(row["groups"]) if groups is None else groups,
                   read_queue_count=row["read_queue_count"],
-                  writable_queue_count=row["writable_queue_count"], route_json=None)
+                  writable_queue_count=row["writable_queue_count"],
+                  producer_writable_queue_count=row["producer_writable_queue_count"],
+                  route_json=None)
 
 
 class _TextCache(Generic[_V]):
@@ -195,11 +210,17 @@ def _answer_of_text(text: str) -> Answer:
     form (tests/test_pipeline_topics_fast.py)."""
     doc = json.loads(text)
     queues = doc["queueDatas"]
+    mastered: dict[str, bool] = {}  # the first group of each name, as Java's producer
+    for b in doc["brokerDatas"]:
+        mastered.setdefault(b["brokerName"], "0" in b["brokerAddrs"])
+    writable = [q for q in queues if q["perm"] & Perm.WRITE]
     return Answer(present=True, since_ms=None, digest=_digest(text),
                   groups=tuple(sorted(b["brokerName"] for b in doc["brokerDatas"])),
                   read_queue_count=sum(q["readQueueNums"] for q in queues),
-                  writable_queue_count=sum(q["writeQueueNums"] for q in queues
-                                           if q["perm"] & Perm.WRITE),
+                  writable_queue_count=sum(q["writeQueueNums"] for q in writable),
+                  producer_writable_queue_count=sum(
+                      q["writeQueueNums"] for q in writable
+                      if mastered.get(q["brokerName"], False)),
                   route_json=text)
 
 

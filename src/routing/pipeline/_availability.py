@@ -3,6 +3,12 @@ name server would have given a producer a writable queue for it. This is the mea
 the ``availability`` table, the summary, ``--summary-json`` and the report (one
 implementation: `TopicLife`).
 
+*Writable* is as a producer sees the route (``producer_writable_queue_count`` of the
+``route_changes`` row, `TopicRouteData.producer_writable_queue_count`): some row with the
+write bit whose group has a master (broker id 0). A route whose groups all lost their
+master still carries write queues (``writable_queue_count``) but a Java producer skips
+every one of them, so that time is an outage.
+
 A topic's window on a name server runs from its first appearance on any name server (or
 that name server's first record, if later) to the end of that name server's journal. Its
 *life* is the window less the time it did not exist: the life on a name server **pauses
@@ -19,6 +25,12 @@ it (an *outage*).
 (``_sweep.py``, both engines) feeds it as it emits ``route_changes`` rows;
 `availability_over_life` feeds it from finished rows. Which sessions ended when comes from
 the ``sessions`` table (`session_removals`). All times are ms.
+
+The ranking of the least available topics (`rank_availability`) is for the business
+topics: the brokers' own topics (`is_system_topic`: the ``rmq_sys_`` prefix, Java's named
+system topics, and the topics named after a cluster or a broker group) are never written
+by producers, so they are ranked apart (`split_system_topics`): the member-group topic has
+no write bit at all (0 %), and a broker's own topic is as available as that broker.
 """
 
 from __future__ import annotations
@@ -28,11 +40,19 @@ from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from .._errors import InvalidRequest
 from ._schema import Row
 
-__all__ = ["Removals", "TopicLife", "availability_over_life", "rank_availability",
-           "session_removals"]
+__all__ = ["SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIX", "Removals", "TopicLife",
+           "availability_over_life", "is_system_topic", "rank_availability",
+           "session_removals", "split_system_topics", "system_topic_names"]
 
 #: (name server, broker name, ms) of every session that ended other than by the journal's end
 Removals = Container[tuple[str, str, int]]
+#: Java ``TopicValidator.SYSTEM_TOPIC_PREFIX``: topics the brokers keep for themselves.
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+#: Java ``TopicValidator``'s named system topics (``isSystemTopic``).
+SYSTEM_TOPICS = frozenset({
+    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+    "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT"})
 
 
 def session_removals(sessions: Iterable[Row]) -> frozenset[tuple[str, str, int]]:
@@ -170,15 +190,43 @@ def availability_over_life(route_changes: Iterable[Row], sessions: Iterable[Row]
     for topic in sorted(by_topic):
         life = TopicLife(topic, spans, removals)
         for r in sorted(by_topic[topic], key=lambda r: (r["at_ms"], r["ns"], r["seq"])):
-            life.change(r["ns"], r["at_ms"], r["present"], r["writable_queue_count"] > 0,
-                        r["groups"])
+            life.change(r["ns"], r["at_ms"], r["present"],
+                        r["producer_writable_queue_count"] > 0, r["groups"])
         out.extend(life.rows())
     return out
 
 
+def system_topic_names(sessions: Iterable[Row]) -> frozenset[str]:
+    """The cluster and broker-group names of the ``sessions`` rows: every broker creates a
+    topic named after its cluster and one after its group (Java ``TopicConfigManager``,
+    ``clusterTopicEnable``/``brokerTopicEnable``; the names ``GET_SYSTEM_TOPIC_LIST_FROM_NS``
+    lists). O(sessions)."""
+    return frozenset(n for s in sessions for n in (s["cluster"], s["broker_name"]))
+
+
+def is_system_topic(topic: str, named: Container[str] = frozenset()) -> bool:
+    """Java ``TopicValidator.isSystemTopic`` (the ``rmq_sys_`` prefix or a named system
+    topic), or a name in ``named`` (`system_topic_names`). O(1)."""
+    return topic.startswith(SYSTEM_TOPIC_PREFIX) or topic in SYSTEM_TOPICS or topic in named
+
+
+def split_system_topics(rows: Iterable[Row], sessions: Iterable[Row]
+                        ) -> tuple[list[Row], list[Row]]:
+    """``availability`` rows as (business topics, system topics), each in the given order;
+    the system topics as `is_system_topic` with the names of ``sessions``. O(rows +
+    sessions)."""
+    named = system_topic_names(sessions)
+    business: list[Row] = []
+    system: list[Row] = []
+    for r in rows:
+        (system if is_system_topic(r["topic"], named) else business).append(r)
+    return business, system
+
+
 def rank_availability(rows: Iterable[Row], top: int = 10) -> list[Row]:
     """The least available (topic, name server) pairs: real outages first, i.e. by share
-    of the life, then the longest outage; rows with no life or no outage are left out."""
+    of the life, then the longest outage; rows with no life or no outage are left out.
+    Give it one kind of topic at a time (`split_system_topics`)."""
     ranked = [r for r in rows if r["share"] is not None and r["outages"] > 0]
     ranked.sort(key=lambda r: (r["share"], -r["longest_outage_ms"], r["topic"], r["ns"]))
     return ranked[:top]

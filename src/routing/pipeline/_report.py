@@ -19,10 +19,19 @@ holds; incidents shorter than a pixel are widened to one. Tables show their wors
 (`TABLE_ROWS`) and say how many there are. So the page stays a few MB at the demo's size
 and under about 12 MB for any journal size: it grows with brokers and sessions, not with
 records.
+
+**The time axis holds dates, never bare numbers.** plotly.js reads a number on a ``date``
+axis as epoch ms unless it has four digits: 1000–9999 is a *year* (a bar starting 3.169 s
+after T+0 was drawn in the year 3169, off the page). Every instant on an axis, a bar's start,
+an end tick, an incident band, a range (also the one the incident links set in the page) is
+therefore a date string (`axis_date`); only a bar's length stays a number, which plotly reads
+as ms whenever the bar has a base.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import html
 import json
 import re
@@ -32,13 +41,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._availability import rank_availability
+from ._availability import rank_availability, split_system_topics
 from ._schema import Row
 from ._summary import Summary, format_ms, format_time, plural
 from ._timeline import broker_rows
 
 __all__ = ["DISAGREE_COLOUR", "LIVE_COLOUR", "MAX_BARS", "REASON_COLOURS", "TABLE_ROWS",
-           "level_of_detail", "write_report"]
+           "axis_date", "level_of_detail", "write_report"]
 
 
 #: How each session ended (the tick at its end).
@@ -53,6 +62,22 @@ MAX_BARS = 40_000
 #: Rows shown per side table.
 TABLE_ROWS = 50
 _EPOCH_2000 = 946_684_800_000
+_EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
+
+
+@functools.lru_cache(maxsize=64)
+def _day(days: int) -> str:
+    return dt.date.fromordinal(_EPOCH_DAY + days).isoformat()
+
+
+def axis_date(ms: int) -> str:
+    """Epoch ``ms`` (UTC) as the date string plotly reads unambiguously on a date axis:
+    ``1970-01-01 00:00:03.169``. A simulated clock starts at 1970-01-01. O(1), a few µs
+    (a page at the bar budget makes about 80 000)."""
+    days, rest = divmod(ms, 86_400_000)
+    seconds, milli = divmod(rest, 1000)
+    minutes, second = divmod(seconds, 60)
+    return f"{_day(days)} {minutes // 60:02d}:{minutes % 60:02d}:{second:02d}.{milli:03d}"
 
 
 def level_of_detail(sessions: Sequence[Row], span_ms: int,
@@ -98,7 +123,7 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
                b["heartbeats"], format_ms(b["end_ms"] - b["start_ms"]),
                rows[index[b["broker_addr"]]][1].split(" ")[0]] for b in mine]
     fig.add_trace(go.Bar(
-        name="live", orientation="h", base=[b["start_ms"] for b in mine],
+        name="live", orientation="h", base=[axis_date(b["start_ms"]) for b in mine],
         x=[max(1, b["end_ms"] - b["start_ms"]) for b in mine],
         y=[index[b["broker_addr"]] for b in mine], customdata=custom,
         marker={"color": LIVE_COLOUR, "line": {"width": 0}}, width=0.7,
@@ -112,7 +137,8 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
         if ends:
             fig.add_trace(go.Scatter(
                 name=f"end: {reason.replace('_', ' ')}", mode="markers",
-                x=[b["end_ms"] for b in ends], y=[index[b["broker_addr"]] for b in ends],
+                x=[axis_date(b["end_ms"]) for b in ends],
+                y=[index[b["broker_addr"]] for b in ends],
                 marker={"symbol": "line-ns", "size": 11,
                         "line": {"color": colour, "width": 3}},
                 hoverinfo="skip", legendgroup=reason, showlegend=False))
@@ -121,7 +147,8 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
     strip = 6 / (height - 64)  # a 6 px solid red strip above the rows
     shapes = []
     for i in incidents:
-        x0, x1 = i["start_ms"], max(i["end_ms"], i["start_ms"] + minimum)
+        x0 = axis_date(i["start_ms"])
+        x1 = axis_date(max(i["end_ms"], i["start_ms"] + minimum))
         # over the bars (translucent: it tints the green), and solid red above them
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "layer": "above",
                        "x0": x0, "x1": x1, "y0": 0, "y1": 1, "fillcolor": DISAGREE_COLOUR,
@@ -145,7 +172,8 @@ def _timeline_figure(ns: str, bars: Sequence[Row], rows: Sequence[tuple[str, str
 
 def _time_axis(fig: Any, t0: int, t1: int) -> None:
     simulated = t0 < _EPOCH_2000
-    fig.update_xaxes(type="date", range=[t0, t1], showgrid=True, gridcolor="#eee",
+    fig.update_xaxes(type="date", range=[axis_date(t0), axis_date(t1)], showgrid=True,
+                     gridcolor="#eee",
                      tickformat="%H:%M" if simulated and t1 - t0 < 86_400_000 else None,
                      title={"text": "simulated time (T+h:mm)" if simulated else "UTC",
                             "font": {"size": 11}})
@@ -165,8 +193,8 @@ def _count_figure(disagreement: Sequence[Row], t0: int, t1: int) -> Any:
         ys.append(level)
     xs.append(t1)
     ys.append(level)
-    fig = go.Figure(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "width": 1,
-                                                                "color": DISAGREE_COLOUR},
+    fig = go.Figure(go.Scatter(x=[axis_date(x) for x in xs], y=ys, mode="lines",
+                               line={"shape": "hv", "width": 1, "color": DISAGREE_COLOUR},
                                fill="tozeroy", name="topics answered differently",
                                hovertemplate="%{y} topics<extra></extra>"))
     fig.update_layout(height=150, margin={"l": 10, "r": 10, "t": 28, "b": 30},
@@ -267,11 +295,16 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
         "<br>".join(e(b) for b in i["brokers"][:3]) + (f"<br>+{len(i['brokers']) - 3} more"
                                                        if len(i["brokers"]) > 3 else "")]
                 for i in worst]
-    life = summary.availability_life
-    ranked = rank_availability(life, TABLE_ROWS)
-    av_rows = [[e(r["topic"]), e(r["ns"]), f"{100 * r['share']:.3f} %", str(r["outages"]),
-                e(format_ms(r["longest_outage_ms"])), e(format_ms(r["life_ms"]))
-                + (" (deleted)" if r["deleted_ms"] is not None else "")] for r in ranked]
+    business, system = split_system_topics(summary.availability_life, sessions)
+
+    def availability_table(life: Sequence[Row], what: str) -> str:
+        ranked = rank_availability(life, TABLE_ROWS)
+        cells = [[e(r["topic"]), e(r["ns"]), f"{100 * r['share']:.3f} %", str(r["outages"]),
+                  e(format_ms(r["longest_outage_ms"])), e(format_ms(r["life_ms"]))
+                  + (" (deleted)" if r["deleted_ms"] is not None else "")] for r in ranked]
+        return _table(["topic", "name server", "writable", "outages", "longest outage",
+                       "life"], cells, total=sum(1 for r in life if r["outages"]),
+                      what=what) if cells else "<p>No outage.</p>"
     expiries = _expiries_by_broker(tables["expiries"])
     exp_rows = [[e(r["broker"]), str(r["count"]),
                  e(", ".join(f"{k} {v}" for k, v in r["name_servers"].items())),
@@ -290,12 +323,16 @@ wall time in all. Longest first; click one to see it on the timelines.</p>
 {_table(["#", "from", "length", "topics", "cause", "name servers", "brokers"], inc_rows,
         cls="incidents", total=len(incidents), what="incidents")}
 <h2>Lowest availability</h2>
-<p class="note">Share of each topic's life with a writable queue on that name server (the
-time from a deletion on purpose until the topic is created again is not part of its life).
-Topics without an outage are left out.</p>
-{_table(["topic", "name server", "writable", "outages", "longest outage", "life"], av_rows,
-        total=sum(1 for r in life if r["outages"]), what="topic/name-server pairs with an outage")
- if av_rows else '<p>No outage.</p>'}
+<p class="note">Share of each topic's life during which that name server's route gave a
+producer a queue to write to: a row with the write bit on a group with a master (the time
+from a deletion on purpose until the topic is created again is not part of its life).
+Topics without an outage are left out; system topics are listed apart, below.</p>
+{availability_table(business, "topic/name-server pairs with an outage")}
+<h2>System topics</h2>
+<p class="note">The brokers' own topics (<code>rmq_sys_*</code>, and those named after a
+cluster or a broker group): producers never write to them, so they are not ranked with the
+others; a broker's own topic is as available as that broker.</p>
+{availability_table(system, "system topic/name-server pairs with an outage")}
 <h2>Expiries per broker</h2>
 {_table(["broker", "expiries", "per name server", "median latency", "max past deadline"],
         exp_rows, total=len(expiries), what="brokers") if exp_rows else '<p>None.</p>'}
@@ -365,7 +402,9 @@ reset; the panels share the time axis. Name servers: {nav}</p>
     ev.preventDefault();
     const s = Number(a.dataset.start), e = Number(a.dataset.end);
     const pad = Math.max((e - s) * 0.5, span / 400, 1000);
-    const range = [s - pad, e + pad];
+    // dates, not numbers: plotly reads a number of 1000-9999 on a date axis as a year
+    const date = ms => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
+    const range = [date(s - pad), date(e + pad)];
     document.querySelectorAll('tr.active').forEach(r => r.classList.remove('active'));
     a.closest('tr').classList.add('active');
     syncing = true;

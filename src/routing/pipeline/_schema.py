@@ -171,6 +171,9 @@ present               boolean   False when the topic has no route any more (TOPI
 groups         array<string>    the broker groups in the route, sorted
 read_queue_count      long      total read queues
 writable_queue_count  long      total write queues of rows with the write bit
+producer_writable_queue_count long  of those, the queues of groups with a master (broker
+                                id 0): what a producer can write to
+                                (TopicRouteData.producer_writable_queue_count)
 digest                string?   a hash of the whole route (equal routes, equal digests)
 route_json            string?   the route as RocketMQ JSON (TopicRouteData)
 """)

@@ -44,7 +44,8 @@ CONTRIB_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("s
 #: ``route_changes`` rows as the topic sweep takes them (`_answers.answer_of_change`).
 CHANGE_COLUMNS = (("ns", "string"), ("topic", "string"), ("at_ms", "long"), ("seq", "long"),
                   ("present", "boolean"), ("digest", "string"), ("groups", "array<string>"),
-                  ("read_queue_count", "long"), ("writable_queue_count", "long"))
+                  ("read_queue_count", "long"), ("writable_queue_count", "long"),
+                  ("producer_writable_queue_count", "long"))
 _BATCH_ROWS = 2048
 #: ... or fewer, once their route and line texts reach this many characters (a route of a
 #: topic that every group serves can be 100 kB)

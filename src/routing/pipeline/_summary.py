@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from ._availability import rank_availability
+from ._availability import rank_availability, split_system_topics
 from ._incidents import DEFAULT_INCIDENT_GAP_MS, find_incidents, wall_time
 from ._schema import Row, group_rejected
 
@@ -52,6 +52,7 @@ class Summary:
     disagreement_topics: int
     incidents: tuple[Row, ...]
     incident_gap_ms: int
+    #: the least available business topics (`_availability.rank_availability`)
     lowest_availability: tuple[Row, ...]
     deleted_topics: int
     rejected_by_reason: Mapping[str, int]
@@ -62,6 +63,9 @@ class Summary:
     routes_at: tuple[Row, ...] = ()
     #: every row of the ``availability`` table (the JSON has them all)
     availability_life: tuple[Row, ...] = ()
+    #: the least available system topics (``rmq_sys_*``, cluster- and broker-named), ranked
+    #: apart from the business topics
+    lowest_system_availability: tuple[Row, ...] = ()
 
     @property
     def records(self) -> int:
@@ -118,6 +122,7 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
     for g in groups:
         by_reason[g["reason"]] += int(g["lines"])
     life = sorted(tables["availability"], key=lambda r: (r["topic"], r["ns"]))
+    business, system = split_system_topics(life, tables["sessions"])
     return Summary(
         name_servers=tuple(servers),
         sessions_by_reason=dict(sorted(Counter(r["end_reason"] for r in
@@ -135,7 +140,7 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
         incidents=tuple(find_incidents(dis, tables["sessions"],
                                        servers=[r["ns"] for r in servers], gap_ms=gap_ms)),
         incident_gap_ms=gap_ms,
-        lowest_availability=tuple(rank_availability(life, _TOP)),
+        lowest_availability=tuple(rank_availability(business, _TOP)),
         deleted_topics=len({r["topic"] for r in life if r["deletions"]}),
         rejected_by_reason=dict(by_reason.most_common(_TOP)),
         rejected_total=sum(by_reason.values()),
@@ -144,6 +149,7 @@ def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
         rejected_kinds=_kinds(groups),
         routes_at=_routes_at(tables.get("routes_at", ())),
         availability_life=tuple(life),
+        lowest_system_availability=tuple(rank_availability(system, _TOP)),
     )
 
 
@@ -254,6 +260,7 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "incidents": [dict(i) for i in summary.incidents],
         "worst_incidents": [i["id"] for i in summary.worst_incidents],
         "lowest_availability": [dict(r) for r in summary.lowest_availability],
+        "lowest_system_availability": [dict(r) for r in summary.lowest_system_availability],
         "topics_deleted_on_purpose": summary.deleted_topics,
         "availability_over_life": [dict(r) for r in summary.availability_life],
         "routes_at": [dict(r) for r in summary.routes_at],
@@ -355,16 +362,24 @@ def render_summary(summary: Summary, console: Any = None, *,
     deleted = (f"; {plural(summary.deleted_topics, 'topic')} deleted on purpose, not "
                f"counted from a deletion until created again" if summary.deleted_topics
                else "")
+    columns = ("topic", "name server", "writable", "outages", "longest outage", "life")
+    right = ("writable", "outages", "longest outage", "life")
     av = table(f"Lowest availability over each topic's life (share of its life with a "
-               f"writable queue{deleted})", "topic", "name server", "writable", "outages",
-               "longest outage", "life", right=("writable", "outages", "longest outage",
-                                                "life"))
-    for r in summary.lowest_availability:
-        av.add_row(r["topic"], r["ns"], f"{100 * r['share']:.3f} %", str(r["outages"]),
-                   format_ms(r["longest_outage_ms"]), format_ms(r["life_ms"]))
+               f"queue a producer can write: write bit and a master{deleted}; system topics "
+               f"apart)", *columns, right=right)
+    system = table("System topics (rmq_sys_*, named after a cluster or a broker group: "
+                   "never written by producers, not ranked above)", *columns, right=right)
+    for rows, shown in ((summary.lowest_availability, av),
+                        (summary.lowest_system_availability, system)):
+        for r in rows:
+            shown.add_row(r["topic"], r["ns"], f"{100 * r['share']:.3f} %",
+                          str(r["outages"]), format_ms(r["longest_outage_ms"]),
+                          format_ms(r["life_ms"]))
     if not summary.lowest_availability:
         av.add_row("(no outage)", "", "", "", "", "")
     show(av)
+    if summary.lowest_system_availability:
+        show(system)
 
     if summary.routes_at:
         differing = sum(1 for r in summary.routes_at if r["answers"] > 1)

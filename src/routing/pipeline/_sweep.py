@@ -96,7 +96,7 @@ class TopicSweep:
                 raise InvalidRequest(f"route change from name server {ns!r} without a span",
                                      field="ns", value=ns)
             server.answer = answer
-            life.change(ns, t, answer.present, answer.writable, answer.groups)
+            life.change(ns, t, answer.present, answer.producer_writable, answer.groups)
 
     def _at(self, t: int) -> None:
         """The sweep reaches instant ``t`` (ms): integrate the time since the last one."""
@@ -130,7 +130,7 @@ class TopicSweep:
             if (answer.present, answer.digest) == (server.answer.present, server.answer.digest):
                 continue
             server.answer = answer
-            self.life.change(ns, t, answer.present, answer.writable, answer.groups)
+            self.life.change(ns, t, answer.present, answer.producer_writable, answer.groups)
             yield "route_changes", change_row(ns, self.topic, seq, answer)
 
     # ------------------------------------------------------------------ time passes
