@@ -10,7 +10,11 @@ Shipped inside the package, the way fakeredis, pytest-httpserver, time-machine a
   `run_operations` to replay them, and `RouteModel`, a slow reference implementation;
 * `RouteStateMachine` — a hypothesis ``RuleBasedStateMachine`` comparing a system under
   test with `RouteModel` (needs ``pip install 'rocketmq-routing[testing]'``; imported lazily, so
-  the rest of this module works without hypothesis).
+  the rest of this module works without hypothesis);
+* `serve_on_wire` — the same fakes over RocketMQ's remoting protocol on loopback ports, for
+  real clients and brokers, with faults on demand (`Faults`) and the fake's clock still the
+  test's (imported lazily with `Wire`, `WireEndpoint` and the rest, see
+  ``docs/testing-clients.md``).
 
 The pytest fixtures live in `routing.testing.pytest_plugin`, the strategies in
 `routing.testing.strategies`.
@@ -55,7 +59,10 @@ from ._ops import (
 from ._render import route_lines, side_by_side
 
 if TYPE_CHECKING:
+    from ._faults import Fault, FaultError, Faults
     from ._machine import RouteStateMachine
+    from ._wire import Wire, WireEndpoint, WireError, serve_on_wire
+    from ._wire_records import WireConnection, WireRequest
 
 __all__ = (
     "AddWritePermOp",
@@ -64,6 +71,9 @@ __all__ = (
     "BrokerState",
     "CloseChannelOp",
     "DeleteTopicOp",
+    "Fault",
+    "FaultError",
+    "Faults",
     "FakeBroker",
     "FakeChannel",
     "FakeClock",
@@ -84,12 +94,24 @@ __all__ = (
     "ScanOp",
     "UnregisterOp",
     "WipeWritePermOp",
+    "Wire",
+    "WireConnection",
+    "WireEndpoint",
+    "WireError",
+    "WireRequest",
     "apply_operation",
     "describe",
     "route_lines",
     "run_operations",
+    "serve_on_wire",
     "side_by_side",
 )
+
+#: Names imported on first use (they pull in ``routing.remoting``), by module.
+_LAZY = {"Fault": "_faults", "FaultError": "_faults", "Faults": "_faults",
+         "Wire": "_wire", "WireEndpoint": "_wire", "WireError": "_wire",
+         "serve_on_wire": "_wire", "WireConnection": "_wire_records",
+         "WireRequest": "_wire_records"}
 
 
 def __getattr__(name: str) -> Any:
@@ -98,4 +120,8 @@ def __getattr__(name: str) -> Any:
         from ._machine import RouteStateMachine
 
         return RouteStateMachine
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .._clock import ManualClock
+from ._fake_lock import FakeLock
 
 __all__ = ["FakeClock", "Scheduled"]
 
@@ -29,12 +30,14 @@ class FakeClock(ManualClock):
     moved by the test, by code under test, or by any fake sharing the clock, and the
     fakes still behave as if their schedulers had fired on time. At one instant,
     registrations run before scans, name server by name server in creation order.
+    ``lock`` is the `FakeLock` of every fake on this clock; moving time holds it.
     """
 
     def __init__(self, start_ms: int = 0) -> None:
         super().__init__(start_ms)
         self._servers: list[weakref.ref[Scheduled]] = []
         self._stepping = False
+        self.lock = FakeLock()
 
     def _attach(self, server: Scheduled) -> None:
         self._servers.append(weakref.ref(server))
@@ -60,10 +63,11 @@ class FakeClock(ManualClock):
         if ms < self.now_ms():
             raise ValueError(f"ManualClock cannot go backwards: set({ms}) but now_ms is "
                              f"{self.now_ms()}")
-        if self._stepping:
-            raise RuntimeError("the clock was moved from inside a scheduled step "
-                               "(a listener or wrapper must not move time)")
-        _run_until(self, self._attached(), ms)
+        with self.lock:
+            if self._stepping:
+                raise RuntimeError("the clock was moved from inside a scheduled step "
+                                   "(a listener or wrapper must not move time)")
+            _run_until(self, self._attached(), ms)
         return ms
 
     def _jump(self, ms: int) -> None:
