@@ -7,6 +7,7 @@ Subcommands are imported only when run, so ``routing --help`` never starts Spark
 - ``routing analyze``: the PySpark pipeline over journals.
 - ``routing serve``: a name server speaking RocketMQ's remoting protocol.
 - ``routing broker``: a broker's registration and heartbeat against name servers.
+- ``routing fake``: fake name servers on the wire, driven over HTTP (clock, brokers, faults).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
               "Serve RocketMQ's remoting protocol (a name server for tests)."),
     "broker": ("routing.cli._broker", "broker_command",
                "Run a broker's registration and heartbeat against name servers."),
+    "fake": ("routing.cli._fake", "fake_command",
+             "Fake name servers for client tests: time, brokers and faults over HTTP."),
 }
 
 
