@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from clients.ali_ons import MISSING, SKIP_REASON, AliOns, brokers
 
+from clients.ali_ons import MISSING, SKIP_REASON, AliOns, brokers
 from routing.remoting import RequestCode
 from routing.testing import FakeNameServer
 
