@@ -9,6 +9,7 @@ real broker in the last tests. Skipped with the reason where Node.js or ali-ons 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -240,3 +241,18 @@ def test_a_hung_routing_broker_is_expired_by_the_tests_clock(
     answer = client.ask("TopicR")
     assert (answer["ok"], answer["code"]) == (False, 17)
     proc.send_signal(signal.SIGCONT)
+
+
+def test_the_node_example_of_the_docs_runs() -> None:
+    """docs/examples/fake-nameserver.test.js: ``routing fake`` driven from Node.js."""
+    from clients.ali_ons import MODULES, NODE
+
+    assert NODE is not None and MODULES is not None
+    command = json.dumps([sys.executable, "-c", "from routing.cli import main; main()", "fake"])
+    done = subprocess.run(
+        [NODE, str(ROOT / "docs" / "examples" / "fake-nameserver.test.js")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "NODE_PATH": str(MODULES), "ROUTING_FAKE": command,
+             "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "ok" and done.stderr == ""
