@@ -30,6 +30,7 @@ import attrs
 
 from .._errors import InvalidRequest
 from .._messages import ExpiredBroker
+from .._values import TopicRouteData
 from ..remoting import (
     Channel,
     NameServerHost,
@@ -159,7 +160,7 @@ class WireEndpoint:
                 self._manager.frozen = None
                 self.ns._log("thawed", "clients read the live tables")
 
-    def view_route(self, topic: str) -> Any:
+    def view_route(self, topic: str) -> TopicRouteData | None:
         """GET_ROUTEINFO_BY_TOPIC as a TCP client gets it now: the frozen view's route
         while frozen, else the live one (a `routing.TopicRouteData` or None)."""
         with self.ns._lock:
