@@ -152,10 +152,10 @@ ALLOWED = {
     "heartbeat": set(),
     "journal": set(),
     "remoting": {"heartbeat", "journal"},
-    "testing": set(),
+    "testing": {"remoting"},
     "sim": {"heartbeat", "journal"},
     "pipeline": {"journal"},
-    "cli": {"heartbeat", "pipeline", "remoting", "sim"},
+    "cli": {"heartbeat", "pipeline", "remoting", "sim", "testing"},
 }
 
 

@@ -54,7 +54,7 @@ def test_drop_reply_applies_the_request_but_answers_nothing(ns: FakeNameServer) 
         answered = broker.send(ROUTE, {"topic": "TopicT"})
         first = broker.recv()
         assert first.opaque == answered != lost and first.code == ResponseCode.SUCCESS
-    ns.assert_route("TopicT", brokers=["broker-t"])  # it was applied
+        ns.assert_route("TopicT", brokers=["broker-t"])  # it was applied
 
 
 def test_drop_request_loses_it(ns: FakeNameServer) -> None:
