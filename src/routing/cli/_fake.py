@@ -65,7 +65,6 @@ def fake_command(listen: str, count: int, control: str, allow_remote: bool, star
                                  param_hint="--control")
     configure_logging(log_level, as_json=log_json)
     from .._messages import RoutingConfig
-    from ..testing._control import start_control
     from ..testing._fleet import FakeFleet
 
     stop = threading.Event()
@@ -79,7 +78,9 @@ def fake_command(listen: str, count: int, control: str, allow_remote: bool, star
             register_interval_ms=register_interval_ms or None)
     except (RoutingError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    try:
+    try:  # the name servers listen already; the control API's imports come after
+        from ..testing._control import start_control
+
         server, thread = start_control(fleet, control_host, control_port,
                                        allow_remote=allow_remote)
     except (RoutingError, OSError) as exc:
