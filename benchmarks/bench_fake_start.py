@@ -10,7 +10,9 @@ connection on the name server's port, and to the first answered GET_ROUTEINFO_BY
   first pays it; and its first use in a fresh interpreter that has imported
   ``routing.testing`` (the plugin does), which also imports ``routing.remoting``;
 * ``routing fake`` (spawned: interpreter, imports, name server, control API) and, for
-  comparison, ``routing serve``; resident memory once ready;
+  comparison, ``routing serve``; resident memory once ready, and the CPU time the process
+  used until its first answer (on a shared machine the wall time includes waiting for a
+  core; the CPU time does not);
 * Apache RocketMQ's ``NamesrvStartup`` built from source
   (``../shared/tools/java-namesrv``: ``build.sh``, then ``PORT=... run.sh``); its rows are
   skipped, with the reason, where ``javac`` or the tool is missing.
@@ -47,7 +49,10 @@ __all__ = ["run"]
 
 SUITE = "fake_start"
 ROOT = Path(__file__).resolve().parent.parent
-JAVA_TOOL = ROOT.parent / "shared" / "tools" / "java-namesrv"
+#: Where ``shared/tools/java-namesrv`` may be: ``$ROUTING_JAVA_NAMESRV``, beside the
+#: checkout, or beside the directory of worktrees holding it.
+JAVA_TOOLS = [Path(p) for p in (os.environ.get("ROUTING_JAVA_NAMESRV", ""),) if p] + [
+    base / "shared" / "tools" / "java-namesrv" for base in (ROOT.parent, ROOT.parent.parent)]
 _ROUTE = encode(RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, opaque=1,
                                 ext_fields={"topic": "TopicTest"}))
 _CLI = "from routing.cli import main; main()"
@@ -101,6 +106,15 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds ``pid`` has used (``/proc/PID/stat``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _tree_rss_mb(pid: int) -> float | None:
     """RSS of ``pid`` and its children (``run.sh`` execs java, but be safe)."""
     total = _rss_mb(pid)
@@ -117,7 +131,7 @@ def _p95(values: list[float]) -> float:
 
 
 def _row(operation: str, accepted: list[float], answered: list[float],
-         rss: list[float], note: str) -> dict[str, Any]:
+         rss: list[float], note: str, cpu: list[float] | None = None) -> dict[str, Any]:
     return {"suite": SUITE, "operation": operation, "size": len(accepted),
             "size_unit": "starts",
             "routing_median_ns": statistics.median(accepted) * 1e9,
@@ -127,6 +141,7 @@ def _row(operation: str, accepted: list[float], answered: list[float],
             if answered else None,
             "answered_p95_ms": round(_p95(answered) * 1000, 1) if answered else None,
             "rss_mb": round(statistics.median(rss), 1) if rss else None,
+            "cpu_to_answer_ms": round(statistics.median(cpu) * 1000) if cpu else None,
             "note": f"{note}; to first accepted connection, p95 {_p95(accepted) * 1000:.1f} ms"}
 
 
@@ -168,7 +183,7 @@ def fixture_cold(runs: int, env: dict[str, str]) -> dict[str, Any]:
 
 def _spawn_starts(name: str, argv: Callable[[int], list[str]], runs: int, env: dict[str, str],
                   *, warm: int, limit_s: float, note: str) -> dict[str, Any]:
-    accepted, answered, rss = [], [], []
+    accepted, answered, rss, cpu = [], [], [], []
     for i in range(runs + warm):
         port = _free_port()
         t0 = time.perf_counter()
@@ -182,9 +197,11 @@ def _spawn_starts(name: str, argv: Callable[[int], list[str]], runs: int, env: d
             if i >= warm:
                 accepted.append(t1 - t0)
                 answered.append(t2 - t0)
-                size = _tree_rss_mb(proc.pid)
+                size, used = _tree_rss_mb(proc.pid), _cpu_s(proc.pid)
                 if size is not None:
                     rss.append(size)
+                if used is not None:
+                    cpu.append(used)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -193,7 +210,7 @@ def _spawn_starts(name: str, argv: Callable[[int], list[str]], runs: int, env: d
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    return _row(name, accepted, answered, rss, note)
+    return _row(name, accepted, answered, rss, note, cpu)
 
 
 def python_env() -> dict[str, str]:
@@ -221,16 +238,18 @@ def java_starts(runs: int) -> dict[str, Any]:
     name = "Apache RocketMQ NamesrvStartup (Java, built from source)"
     if shutil.which("javac") is None or shutil.which("java") is None:
         return _skipped(name, "javac/java not found (openjdk-17-jdk-headless)")
-    if not (JAVA_TOOL / "build.sh").is_file():
-        return _skipped(name, f"{JAVA_TOOL} is missing (a fresh clone has no ../shared)")
+    tool = next((t for t in JAVA_TOOLS if (t / "build.sh").is_file()), None)
+    if tool is None:
+        return _skipped(name, "shared/tools/java-namesrv is missing (a fresh clone has none; "
+                              "set ROUTING_JAVA_NAMESRV)")
     work = Path(os.environ.get("WORK", Path.home() / ".cache" / "java-namesrv"))
     if not (work / "classpath").is_file():
-        built = subprocess.run([str(JAVA_TOOL / "build.sh")], capture_output=True, text=True)
+        built = subprocess.run([str(tool / "build.sh")], capture_output=True, text=True)
         if built.returncode != 0:
             return _skipped(name, f"build.sh failed: {built.stderr.strip()[-300:]}")
     env = {**os.environ, "RMQ_LOG_LEVEL": "WARN"}
     return _spawn_starts(
-        name, lambda port: ["env", f"PORT={port}", str(JAVA_TOOL / "run.sh")], runs, env,
+        name, lambda port: ["env", f"PORT={port}", str(tool / "run.sh")], runs, env,
         warm=0, limit_s=120, note="run.sh: -Xms1g -Xmx1g, as shipped but a smaller heap")
 
 
@@ -250,17 +269,18 @@ def run(quick: bool, *, runs: int | None = None, java_runs: int | None = None
 def markdown(rows: list[dict[str, Any]], header: str) -> str:
     lines = [header, "",
              "| start | runs | first accepted connection, median / p95 | first answered "
-             "route request, median / p95 | RSS once ready |",
-             "|---|---:|---:|---:|---:|"]
+             "route request, median / p95 | CPU used until then | RSS once ready |",
+             "|---|---:|---:|---:|---:|---:|"]
     for row in rows:
         if "skipped" in row:
-            lines.append(f"| {row['operation']} | 0 | skipped: {row['skipped']} | | |")
+            lines.append(f"| {row['operation']} | 0 | skipped: {row['skipped']} | | | |")
             continue
         answered = (f"{row['answered_median_ms']} / {row['answered_p95_ms']} ms"
                     if row["answered_median_ms"] is not None else "–")
         rss = f"{row['rss_mb']:.0f} MB" if row["rss_mb"] is not None else "–"
+        cpu = f"{row['cpu_to_answer_ms']} ms" if row.get("cpu_to_answer_ms") else "–"
         lines.append(f"| {row['operation']} | {row['size']} | {row['accepted_median_ms']} / "
-                     f"{row['accepted_p95_ms']} ms | {answered} | {rss} |")
+                     f"{row['accepted_p95_ms']} ms | {answered} | {cpu} | {rss} |")
     return "\n".join(lines)
 
 
