@@ -4,12 +4,14 @@ with nothing changed, loopback only unless allowed, and ``routing fake`` end to 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,9 +212,18 @@ def test_a_body_that_is_not_a_json_object(api: Api, raw: bytes, field: str) -> N
     assert api.get("/health")["now_ms"] == 0
 
 
-def test_a_body_over_the_limit_is_refused(api: Api) -> None:
-    status, document = api.call("POST", "/brokers", raw=b" " * ((1 << 20) + 1))
-    assert status == 413 and document["field"] == "Content-Length"
+def test_a_body_over_the_limit_is_refused_before_it_is_read(api: Api) -> None:
+    url = urllib.parse.urlsplit(api.url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    conn.putrequest("POST", "/brokers")
+    conn.putheader("Content-Length", str((1 << 20) + 1))
+    conn.endheaders()               # the body never comes: the answer must not wait for it
+    answer = conn.getresponse()
+    document = json.loads(answer.read())
+    conn.close()
+    assert answer.status == 413 and document["field"] == "Content-Length"
+    assert document["value"] == (1 << 20) + 1
+    assert api.get("/brokers") == {"brokers": []}
 
 
 def test_loopback_only_unless_allowed(fleet: FakeFleet) -> None:
