@@ -224,15 +224,15 @@ def _child(engine: str, path: str, out_dir: str, master: str,
     try:
         started = time.perf_counter()
         if engine == "reference":  # what `routing analyze --local` runs
-            from routing.pipeline.reference import analyze_local_to
+            from routing.pipeline import analyze_local_to
 
             analyze_local_to(out, path)
             result["seconds"] = time.perf_counter() - started
         else:
-            from routing.pipeline import _spark_read, analyze, spark_session
+            from routing.pipeline import _spark_lines, analyze, spark_session
 
             if split_read_bytes is not None:
-                _spark_read.SPLIT_READ_BYTES = split_read_bytes
+                _spark_lines.SPLIT_READ_BYTES = split_read_bytes
             if master.startswith("sc://"):  # a Spark Connect server (not our child)
                 from routing.pipeline import remote_session
 
@@ -260,8 +260,7 @@ def _child(engine: str, path: str, out_dir: str, master: str,
 def _tables(folder: Path) -> dict[str, list[dict[str, Any]]]:
     import pyarrow.parquet as pq
 
-    from routing.pipeline import TABLES
-    from routing.pipeline._schema import sort_rows
+    from routing.pipeline._schema import TABLES, sort_rows
 
     return {name: sort_rows(table, pq.read_table(folder / name).to_pylist())
             for name, table in TABLES.items()}

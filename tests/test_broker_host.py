@@ -29,7 +29,7 @@ from routing.remoting import (
     ResponseCode,
     decode_route,
 )
-from routing.remoting._broker_run import admin_command
+from routing.remoting.broker._serve import admin_command
 from test_remoting_server import Client
 
 TIMEOUT_S = 30.0

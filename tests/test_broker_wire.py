@@ -29,7 +29,7 @@ from routing.remoting import (
     RequestCode,
     ResponseCode,
 )
-from routing.remoting._broker_wire import deliver, notify_fields, request_for
+from routing.remoting.broker._wire import deliver, notify_fields, request_for
 
 NS = "ns1:9876"
 

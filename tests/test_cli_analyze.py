@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from pipeline_scenarios import play
 from routing.cli import _analyze
 from routing.cli._analyze import analyze_command
-from routing.pipeline._inputs import InputError, check_inputs
-from routing.pipeline._scenarios import play
+from routing.pipeline import InputError, check_inputs
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_the_local_reader_moves_a_live_bar_by_the_bytes_it_read(journals: Path) 
     screen = io.StringIO()
     with RunProgress(Console(file=screen, force_terminal=True, width=120)) as progress:
         assert progress.live
-        sources = counted_sources(check.journals, check.total_bytes, progress)
+        sources = counted_sources(check, progress)
         assert sources is not None
         lines = {name: list(text) for name, text in sources.items()}
         task = progress._bar.tasks[0]

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from routing.pipeline._spark import SWEEP_POOL, Analysis, _in_background
+from routing.pipeline._session import in_background as _in_background
+from routing.pipeline._spark_tables import SWEEP_POOL, Analysis
 
 
 class _Context:

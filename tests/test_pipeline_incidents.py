@@ -16,9 +16,9 @@ from rich.console import Console
 import routing as r
 from routing.journal import JournalRecorder
 from routing.pipeline import analyze_local
+from routing.pipeline._availability import availability_over_life, rank_availability
 from routing.pipeline._incidents import find_incidents, merge_windows, wall_time
-from routing.pipeline._lifetime import availability_over_life, rank_availability
-from routing.pipeline._summary import plural, render, summarize_rows, summary_json
+from routing.pipeline._summary import plural, render_summary, summarize_rows, summary_json
 
 Row = dict[str, Any]
 
@@ -193,7 +193,7 @@ def test_the_summary_json_holds_every_printed_number_and_names_are_never_cut() -
     c.tick(200_000)
     summary = summarize_rows(c.tables())
     out = io.StringIO()
-    render(summary, Console(file=out, width=1000, color_system=None))
+    render_summary(summary, Console(file=out, width=1000, color_system=None))
     text = out.getvalue()
     assert f"{long_name} #0 10.0.0.1:10911" in text and "…" not in text
     assert "2 name servers" in text and "1 incident," in text

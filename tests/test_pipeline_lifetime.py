@@ -15,10 +15,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 import routing as r
+from pipeline_scenarios import operations, play
 from routing.journal import JournalRecorder
 from routing.pipeline import analyze_local
-from routing.pipeline._lifetime import availability_over_life, rank_availability
-from routing.pipeline._scenarios import operations, play
+from routing.pipeline._availability import availability_over_life, rank_availability
 from routing.pipeline._summary import summarize_rows, summary_json
 
 Row = dict[str, Any]

@@ -1,4 +1,4 @@
-"""`_spark_steps.packed` and `unpack_step`: the read stage's output with ``partition="ns"``
+"""`_spark_rows.packed` and `unpack_step`: the read stage's output with ``partition="ns"``
 (route changes narrowed to their table's columns, every other row packed as Arrow IPC) must
 carry exactly the rows the wide step gave, nothing lost, nothing moved between pieces.
 Without Spark: the steps are plain functions of Arrow batches."""
@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 pa = pytest.importorskip("pyarrow")
 
 from routing.pipeline._schema import TABLES  # noqa: E402
-from routing.pipeline._spark_steps import (  # noqa: E402
+from routing.pipeline._spark_rows import (  # noqa: E402
     PIECE_CHANGES,
     PIECE_REST,
     READ_DDL,
-    _arrow_schema,
-    _to_batches,
     packed,
+    to_batches,
     unpack_step,
+    wide_schema,
 )
 
 CHANGE_NAMES = list(TABLES["route_changes"].names)
@@ -44,7 +44,7 @@ OTHERS = [
 
 
 def run_packed(rows: list[dict[str, Any]]) -> list[Any]:
-    step = packed(lambda _batches: _to_batches(iter(rows)))
+    step = packed(lambda _batches: to_batches(iter(rows)))
     return list(step(iter(())))
 
 
@@ -66,9 +66,9 @@ def test_every_row_lands_in_its_piece_once(rows: list[dict[str, Any]]) -> None:
                 rest_batch = pa.RecordBatch.from_arrays([pa.array([row["ipc"]], pa.binary())],
                                                         names=["ipc"])
                 for unpacked in unpack_step()([rest_batch]):
-                    assert unpacked.schema == _arrow_schema()
+                    assert unpacked.schema == wide_schema()
                     rest += unpacked.to_pylist()
-    wide = [r for b in _to_batches(iter(rows)) for r in b.to_pylist()]
+    wide = [r for b in to_batches(iter(rows)) for r in b.to_pylist()]
     is_change = [r["kind"] == "row" and r["tbl"] == "route_changes" for r in wide]
     pairs = list(zip(wide, is_change, strict=True))
     assert changes == [{n: r[n] for n in CHANGE_NAMES} for r, c in pairs if c]

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline_scenarios import bad_folder, damage, operations, play
 from routing.journal import JournalReader, RejectedLine
 from routing.journal._reader import MAX_TS_JUMP_MS
 from routing.pipeline import RejectedRecords, analyze_local
-from routing.pipeline._scenarios import bad_folder, damage, operations, play
 
 
 def _read(lines: list[str], *, remember: bool) -> tuple[list[Any], list[Any]]:

@@ -1,4 +1,4 @@
-"""The pure-Python reference (`routing.pipeline.reference.analyze_local`): what each output
+"""The pure-Python reference (`routing.pipeline.analyze_local`): what each output
 table says about hand-written journals, and how inputs and bad lines are handled.
 
 Journals are written by `routing.journal.JournalRecorder` around real managers on one
@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import routing as r
+from pipeline_scenarios import damage, operations, play
 from routing.journal import JournalRecorder, read_journals
 from routing.pipeline import RejectedRecords, analyze_local
-from routing.pipeline._scenarios import damage, operations, play
-from routing.pipeline._topics import route_digest
-from routing.pipeline.reference import analyze_partitioned
+from routing.pipeline._answers import route_digest
+from routing.pipeline._reference import analyze_partitioned
 
 Tables = dict[str, list[dict[str, Any]]]
 

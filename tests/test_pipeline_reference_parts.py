@@ -14,13 +14,21 @@ from click.testing import CliRunner
 from rich.console import Console
 
 import routing as r
+from pipeline_scenarios import damage, play
 from routing.cli._analyze import analyze_command, parse_time
-from routing.journal import JournalHeader, JournalRecord, Register, Scan
-from routing.journal._calls import Heartbeat, RegisterTopic, UnregisterMany
+from routing.journal import (
+    Heartbeat,
+    JournalHeader,
+    JournalRecord,
+    Register,
+    RegisterTopic,
+    Scan,
+    UnregisterMany,
+)
 from routing.pipeline import analyze_local
-from routing.pipeline._plan import WHOLE, component_count, components, nodes_of
+from routing.pipeline._answers import Contribution, canonical_json, merge_routes
+from routing.pipeline._groups import WHOLE, component_count, components, nodes_of
 from routing.pipeline._report import write_report
-from routing.pipeline._scenarios import damage, play
 from routing.pipeline._schema import TABLES
 from routing.pipeline._session import (
     SparkUnavailable,
@@ -28,9 +36,9 @@ from routing.pipeline._session import (
     is_local_master,
     log4j_config,
 )
-from routing.pipeline._summary import format_ms, format_time, render, summarize_rows
+from routing.pipeline._summary import format_ms, format_time, render_summary, summarize_rows
+from routing.pipeline._sweep import sweep_topic
 from routing.pipeline._timeline import draw_timeline
-from routing.pipeline._topics import Contribution, canonical_json, merge_routes, sweep_topic
 
 # --------------------------------------------------------------------------- plan
 
@@ -168,7 +176,7 @@ def test_every_row_has_exactly_its_tables_columns(tables: dict[str, list[dict[st
 def test_the_summary_prints_the_answers(tables: dict[str, list[dict[str, Any]]]) -> None:
     summary = summarize_rows(tables)
     out = io.StringIO()
-    render(summary, Console(file=out, width=160, color_system=None))
+    render_summary(summary, Console(file=out, width=160, color_system=None))
     text = out.getvalue()
     for heading in ("Name servers", "Broker sessions", "Expiries", "Worst disagreement incidents",
                     "Lowest availability", "Routes at", "Rejected lines"):
@@ -268,8 +276,9 @@ def test_the_reference_needs_no_pyspark() -> None:
     import sys
 
     code = ("import sys; sys.modules['pyspark'] = None\n"
+            f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
             "import routing.pipeline as p\n"
-            "from routing.pipeline._scenarios import play\n"
+            "from pipeline_scenarios import play\n"
             "t = p.analyze_local(play([('register', 1, 0, 0, 0, 0, [0, 1], 0, 0, None, False,"
             " 4, True)]))\n"
             "assert len(t['sessions']) == 1\n"

@@ -139,14 +139,14 @@ def test_stop_session_just_stops_a_connect_session() -> None:
     ("512b", 512), (" 2 KB ", 2048),
 ])
 def test_byte_sizes_read_as_spark_reads_them(text: str, size: int) -> None:
-    from routing.pipeline._spark_read import byte_size
+    from routing.pipeline._spark_lines import byte_size
 
     assert byte_size(text) == size
 
 
 @pytest.mark.parametrize("text", ["", "MB", "1.5g", "12 parsecs"])
 def test_a_bad_byte_size_is_refused_naming_it(text: str) -> None:
-    from routing.pipeline._spark_read import byte_size
+    from routing.pipeline._spark_lines import byte_size
 
     with pytest.raises(ValueError, match="not a byte size"):
         byte_size(text)

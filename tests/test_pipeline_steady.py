@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline_scenarios import damage, operations, play
 from routing.journal import JournalReader, Replayer
 from routing.pipeline import analyze_local
-from routing.pipeline._scenarios import damage, operations, play
 from routing.sim import SimConfig, simulate
 
 

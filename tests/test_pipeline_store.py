@@ -13,12 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from routing.pipeline import _store, analyze_local
-from routing.pipeline._scenarios import bad_folder, damage, operations, play
-from routing.pipeline._schema import TABLES, Table, sort_rows, write_local_tables
-from routing.pipeline._store import TableStore, sort_tuples
+from pipeline_scenarios import bad_folder, damage, operations, play
+from routing.pipeline import _store, analyze_local, analyze_local_to
+from routing.pipeline._schema import TABLES, Table, sort_rows
+from routing.pipeline._store import TableStore, sort_tuples, write_local_tables
 from routing.pipeline._summary import summarize_rows
-from routing.pipeline.reference import analyze_local_to
 from routing.sim import SimConfig, simulate
 
 Tables = dict[str, list[dict[str, Any]]]

@@ -8,16 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from routing._values import Perm, QueueData, TopicRouteData
-from routing.pipeline._topics import (
+from routing.pipeline._answers import (
     Answer,
     Contribution,
     _single_answer,
     _TextCache,
     answer_of_change,
     canonical_json,
-    sweep_changes,
-    sweep_topic,
 )
+from routing.pipeline._sweep import sweep_changes, sweep_topic
 from routing.testing.strategies import topic_route_datas
 
 

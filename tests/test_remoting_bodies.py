@@ -224,7 +224,7 @@ def test_malformed_compressed_bodies(data: bytes, message: str) -> None:
 
 
 def test_inflation_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
-    import routing.remoting._bodies as bodies
+    import routing.remoting.wire._bodies as bodies
     monkeypatch.setattr(bodies, "MAX_INFLATED_BYTES", 1000)
     with pytest.raises(r.InvalidRequest, match="inflates past 1000"):
         RegisterBrokerBody.decode(zlib.compress(b"\x00" * 5000), compressed=True)
@@ -295,8 +295,9 @@ def test_random_register_bodies_raise_only_invalid_request(data: bytes, compress
 
 
 def test_topic_memo_keeps_types_apart() -> None:
-    from routing.remoting._bodies import _topic_config
+    from routing.remoting.processor._register_broker import TopicConfigMemo
 
+    _topic_config = TopicConfigMemo()
     doc = {"topicName": "Memo", "order": True, "perm": 6}
     assert _topic_config(dict(doc)) is _topic_config(dict(doc))
     with pytest.raises(r.InvalidRequest, match="order"):

@@ -327,7 +327,7 @@ def test_random_json_headers_raise_only_protocol_errors(doc: dict[str, object]) 
 ])
 def test_header_json_parses_as_json_loads(text):
     """The header decoder calls json's scanner directly: same values, same errors."""
-    from routing.remoting._codec import _loads
+    from routing.remoting.wire._codec import _loads
 
     try:
         expected = ("ok", json.dumps(json.loads(text)))
@@ -345,7 +345,7 @@ def test_header_json_parses_as_json_loads(text):
                     max_leaves=8),
        st.sampled_from(["", " ", "\n\t "]), st.sampled_from(["", " x", "\r\n"]))
 def test_header_json_parses_any_document_as_json_loads(doc, before, after):
-    from routing.remoting._codec import _loads
+    from routing.remoting.wire._codec import _loads
 
     text = before + json.dumps(doc) + after
     try:

@@ -1,4 +1,4 @@
-"""`FrameDecoder`'s per-connection header memo (`_header_memo.HeaderMemo`): a header seen
+"""`FrameDecoder`'s per-connection header memo (`wire._header_cache.HeaderCache`): a header seen
 before but for its opaque decodes to exactly what a fresh decode gives, on fixed
 adversarial headers and on random ones (hypothesis)."""
 
@@ -19,8 +19,8 @@ from routing.remoting import (
     RequestCode,
     encode,
 )
-from routing.remoting._codec import _decode_frame
-from routing.remoting._header_memo import HeaderMemo
+from routing.remoting.wire._codec import decode_frame as _decode_frame
+from routing.remoting.wire._header_cache import HeaderCache
 
 _PREFIX = struct.Struct(">ii")
 
@@ -37,7 +37,7 @@ def _fresh(frame: bytes) -> RemotingCommand | str:
         return f"error: {exc}"
 
 
-def _through(memo: HeaderMemo, frame: bytes) -> RemotingCommand | str:
+def _through(memo: HeaderCache, frame: bytes) -> RemotingCommand | str:
     try:
         return _decode_frame(memoryview(frame)[4:], memo)
     except ProtocolError as exc:
@@ -51,7 +51,7 @@ def _template(opaque: str, ext: str = '{"brokerName":"b","brokerAddr":"10.0.0.1:
 
 
 def test_a_broker_header_is_remembered_and_reused_with_the_new_opaque() -> None:
-    memo = HeaderMemo()
+    memo = HeaderCache()
     first = _through(memo, _frame(_template("1"), b"body"))
     second = _through(memo, _frame(_template("2"), b"body"))
     assert isinstance(first, RemotingCommand) and isinstance(second, RemotingCommand)
@@ -65,7 +65,7 @@ def test_a_broker_header_is_remembered_and_reused_with_the_new_opaque() -> None:
     " 3", "null", "true", "[1]",
 ])
 def test_other_tokens_in_the_opaque_slot_decode_as_a_fresh_decode_does(second: str) -> None:
-    memo = HeaderMemo()
+    memo = HeaderCache()
     _through(memo, _frame(_template("1")))
     frame = _frame(_template(second))
     assert _through(memo, frame) == _fresh(frame)
@@ -84,7 +84,7 @@ def test_other_tokens_in_the_opaque_slot_decode_as_a_fresh_decode_does(second: s
     '{"opaque":5,"code":103,"flag":0,"opaque":1,"version":1}',
 ])
 def test_ambiguous_headers_are_not_remembered_or_stay_exact(header: str) -> None:
-    memo = HeaderMemo()
+    memo = HeaderCache()
     first = _frame(header)
     assert _through(memo, first) == _fresh(first)
     spots = [i for i in range(len(header)) if header.startswith(":1", i)]
@@ -97,7 +97,7 @@ def test_ambiguous_headers_are_not_remembered_or_stay_exact(header: str) -> None
 @pytest.mark.parametrize("later", ['"version":480', '"version":479,"x":1',
                                    '"serializeTypeCurrentRPC":"ROCKETMQ","version":479'])
 def test_a_change_after_the_opaque_is_seen(later: str) -> None:
-    memo = HeaderMemo()
+    memo = HeaderCache()
     _through(memo, _frame(_template("1")))
     frame = _frame(_template("2").replace('"serializeTypeCurrentRPC":"JSON","version":479',
                                           later))
@@ -105,7 +105,7 @@ def test_a_change_after_the_opaque_is_seen(later: str) -> None:
 
 
 def test_the_memo_is_bounded() -> None:
-    memo = HeaderMemo()
+    memo = HeaderCache()
     for code in range(20):
         _through(memo, _frame(_template("1").replace('"code":103', f'"code":{code}')))
     assert len(memo._entries) <= 8
@@ -142,7 +142,7 @@ def test_random_headers_decode_through_the_memo_as_fresh(doc: dict[str, object],
                                                         sort: bool) -> None:
     doc = {**doc, "code": doc.get("code", 103), "opaque": opaque}
     text = json.dumps(doc, separators=(",", ":"), sort_keys=sort, ensure_ascii=False)
-    memo = HeaderMemo()
+    memo = HeaderCache()
     assert _through(memo, _frame(text, b"x")) == _fresh(_frame(text, b"x"))
     marker = f'"opaque":{opaque}'
     changed = {**doc, **{k: 1 - v if type(v) is int else "z" for k, v in doc.items()

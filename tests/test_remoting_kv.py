@@ -21,7 +21,7 @@ from routing.remoting import (
     decode_kv_table,
     serve,
 )
-from routing.remoting import _kv as kv_module
+from routing.remoting.processor import _kv as kv_module
 from test_remoting_config import invoke_cli
 from test_remoting_server import TIMEOUT_S, Client, run
 

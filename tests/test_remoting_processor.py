@@ -563,7 +563,7 @@ class ManagerSpy:
 def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
           ) -> tuple[NameServerProcessor, ManagerSpy, list[int]]:
     """A processor over a spy, and the list of body sizes whose CRC it computed."""
-    from routing.remoting import _register
+    from routing.remoting.processor import _register_broker
 
     crcs: list[int] = []
 
@@ -571,7 +571,7 @@ def spied(clock: r.ManualClock, monkeypatch: pytest.MonkeyPatch
         crcs.append(len(data))
         return body_crc32(data)
 
-    monkeypatch.setattr(_register, "body_crc32", counting_crc)
+    monkeypatch.setattr(_register_broker, "body_crc32", counting_crc)
     spy = ManagerSpy(r.RouteInfoManager(clock=clock))
     return NameServerProcessor(spy), spy, crcs  # type: ignore[arg-type]
 
@@ -644,5 +644,41 @@ def test_registration_memos_are_bounded_and_can_be_turned_off(clock: r.ManualClo
     small = NameServerProcessor(r.RouteInfoManager(clock=clock), body_cache_entries=2)
     for i in range(5):
         register(small, name=f"b{i}", addr=f"10.0.1.{i}:10911")
-    assert len(small._memo) == 2
-    assert small._memo.bytes == sum(m.size for m in small._memo._memos.values())
+    assert len(small._registrations) == 2
+    assert small._registrations.bytes == sum(
+        m.size for m in small._registrations._memos.values())
+
+
+def test_topic_configs_are_memoised_per_processor_not_per_process(
+        clock: r.ManualClock) -> None:
+    import routing.remoting.wire._bodies as bodies
+
+    one, two = make(clock), make(clock)
+    register(one)
+    assert len(one._registrations.topic_configs) == 2  # T1, T2
+    assert len(two._registrations.topic_configs) == 0  # nothing leaks between processors
+    register(two)
+    first, second = (p.manager.pickup_route("T1") for p in (one, two))
+    assert first is not None and second is not None
+    assert not any(isinstance(v, dict) and k.isupper() for k, v in vars(bodies).items())
+
+
+def test_outcome_says_what_a_registration_was_until_the_broker_is_removed(
+        clock: r.ManualClock) -> None:
+    proc = make(clock)
+    assert register(proc).registered == "first"
+    assert register(proc).registered == "unchanged"
+    assert register(proc, table=topics("T1", "T3")).registered == "changed"
+    assert register(proc, name="broker-b", addr=B0).registered == "first"
+    unregister = send(proc, RequestCode.UNREGISTER_BROKER, brokerName="broker-a",
+                      brokerAddr=A0, clusterName="c1", brokerId="0")
+    assert unregister.response is not None and unregister.registered is None
+    assert register(proc, table=topics("T1", "T3")).registered == "first"
+    proc.channel_closed("ch")  # both brokers were on it
+    assert register(proc, name="broker-b", addr=B0).registered == "first"
+    clock.advance(200_000)
+    assert [e.broker_addr for e in proc.scan().removed] == [B0]
+    assert register(proc, name="broker-b", addr=B0).registered == "first"
+    crc_failure = register(proc, bodyCrc32="1")
+    assert crc_failure.response is not None and crc_failure.registered is None
+    assert crc_failure.response.code == ResponseCode.SYSTEM_ERROR

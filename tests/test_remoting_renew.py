@@ -158,9 +158,9 @@ def test_the_renewal_tells_no_listener_which_is_why_it_is_opt_in() -> None:
 def test_routing_serve_turns_the_renewal_on() -> None:
     import inspect
 
-    from routing.remoting import _run
+    from routing.remoting.nameserver import _serve
 
-    assert "renew_unchanged=True" in inspect.getsource(_run.serve)
+    assert "renew_unchanged=True" in inspect.getsource(_serve.serve)
 
 
 # --------------------------------------------------------------------------- random sequences

@@ -1,6 +1,7 @@
-"""`_table_decode.decode_against` (a changed REGISTER_BROKER body read against the
-broker's previous one) gives exactly what the full `RegisterBrokerBody.decode` gives, or
-declines (None): on random tables and edits (hypothesis) and on adversarial texts."""
+"""`decode_against` (``processor/_register_broker.py``: a changed REGISTER_BROKER body read
+against the broker's previous one) gives exactly what the full `RegisterBrokerBody.decode`
+gives, or declines (None): on random tables and edits (hypothesis) and on adversarial
+texts."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ from hypothesis import strategies as st
 import routing as r
 from routing import InvalidRequest
 from routing.remoting import V3_0_11, RegisterBrokerBody
-from routing.remoting._codes import CURRENT_VERSION
-from routing.remoting._table_decode import TableText, decode_against
+from routing.remoting.processor._register_broker import (
+    TableText,
+    TopicConfigMemo,
+    decode_against,
+)
+from routing.remoting.wire._codes import CURRENT_VERSION
+
+#: One memo for the whole module, as one processor keeps one.
+_MEMO = TopicConfigMemo()
 
 
 def _full(data: bytes, version: int) -> RegisterBrokerBody | None:
@@ -27,7 +35,7 @@ def _full(data: bytes, version: int) -> RegisterBrokerBody | None:
 def _against(data: bytes, previous: TableText | None, version: int = CURRENT_VERSION
              ) -> tuple[RegisterBrokerBody, TableText] | None:
     """decode_against, checked against the full decode; returns its result."""
-    got = decode_against(data, version, previous, RegisterBrokerBody._from_wrapper)
+    got = decode_against(data, version, previous, _MEMO)
     expected = _full(data, version)
     if got is not None:
         assert expected is not None, data[:300]

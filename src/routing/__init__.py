@@ -18,7 +18,7 @@ True
 """
 
 from ._clock import Clock, ManualClock, SystemClock
-from ._errors import InvalidRequest, InvariantViolation, NotReady, RoutingError
+from ._errors import InvalidRequest, InvalidType, InvariantViolation, NotReady, RoutingError
 from ._frozen import FrozenMap
 from ._manager import RouteInfoManager, RouteListener
 from ._messages import (
@@ -67,6 +67,7 @@ __all__ = (
     "ExpiredBroker",
     "FrozenMap",
     "InvalidRequest",
+    "InvalidType",
     "InvariantViolation",
     "ManualClock",
     "MinBrokerIdChanged",

@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Protocol, runtime_checkable
 
+from ._errors import InvalidRequest, InvalidType
+
 __all__ = ["Clock", "ManualClock", "SystemClock"]
 
 
@@ -55,7 +57,7 @@ class ManualClock:
     >>> clock.set(10)
     Traceback (most recent call last):
     ...
-    ValueError: ManualClock cannot go backwards: set(10) but now_ms is 2000
+    routing.InvalidRequest: ManualClock cannot go backwards: set(ms=10) but now_ms is 2000
 
     Thread-safe: ``advance`` and ``set`` are atomic.
     """
@@ -65,7 +67,8 @@ class ManualClock:
     def __init__(self, start_ms: int = 0) -> None:
         _check_int("start_ms", start_ms)
         if start_ms < 0:
-            raise ValueError(f"ManualClock start_ms must be >= 0, got {start_ms!r}")
+            raise InvalidRequest(f"ManualClock start_ms must be >= 0, got {start_ms!r}",
+                                 field="start_ms", value=start_ms)
         self._now_ms = start_ms
         self._lock = threading.Lock()
 
@@ -76,7 +79,8 @@ class ManualClock:
         """Move forward by ``ms`` (>= 0) milliseconds; return the new time."""
         _check_int("ms", ms)
         if ms < 0:
-            raise ValueError(f"ManualClock cannot go backwards: advance({ms})")
+            raise InvalidRequest(f"ManualClock cannot go backwards: advance(ms={ms})",
+                                 field="ms", value=ms)
         with self._lock:
             self._now_ms += ms
             return self._now_ms
@@ -86,9 +90,9 @@ class ManualClock:
         _check_int("ms", ms)
         with self._lock:
             if ms < self._now_ms:
-                raise ValueError(
-                    f"ManualClock cannot go backwards: set({ms}) but now_ms is {self._now_ms}"
-                )
+                raise InvalidRequest(
+                    f"ManualClock cannot go backwards: set(ms={ms}) but now_ms is {self._now_ms}",
+                    field="ms", value=ms)
             self._now_ms = ms
             return ms
 
@@ -98,4 +102,5 @@ class ManualClock:
 
 def _check_int(name: str, value: object) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int (milliseconds), got {value!r}")
+        raise InvalidType(f"{name} must be an int (milliseconds), got {value!r}", field=name,
+                          value=value)

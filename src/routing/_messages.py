@@ -16,17 +16,25 @@ from ._errors import InvalidRequest
 from ._frozen import FrozenMap, freeze_map
 from ._validate import (
     MAX_QUEUE_NUMS,
-    attrs_check,
-    attrs_optional,
     check_addr,
-    check_bool,
-    check_int,
     check_name,
     check_topic,
+    non_negative,
+    optional_addr,
+    optional_bool,
+    optional_name,
+    optional_non_negative,
+    optional_positive,
+    positive,
+    queue_count,
+    valid_addr,
+    valid_bool,
+    valid_name,
 )
 from ._values import BrokerAddr, BrokerData, DataVersion, TopicConfig, TopicQueueMappingInfo
 
 __all__ = [
+    "BrokerIdentity",
     "BrokerMemberGroup",
     "BrokerRegistered",
     "BrokerRemoved",
@@ -44,12 +52,6 @@ __all__ = [
     "VersionAnswer",
 ]
 
-_name = attrs_check(check_name)
-_addr = attrs_check(check_addr)
-_broker_id = attrs_check(check_int, low=0)
-_opt_addr = attrs_optional(check_addr)
-_opt_timeout = attrs_optional(check_int, low=1)
-_opt_generation = attrs_optional(check_int, low=0)
 
 
 class TopicTable(FrozenMap[str, TopicConfig]):
@@ -155,7 +157,22 @@ def _filter_servers(value: Any) -> tuple[str, ...] | None:
 
 
 @attrs.frozen(kw_only=True)
-class Registration:
+class BrokerIdentity:
+    """Who a broker is and where it listens, as it tells the name servers: the first fields
+    of a `Registration` and of the broker side's ``BrokerConfig`` (Java ``BrokerIdentity``
+    plus ``brokerIP1:listenPort`` and ``brokerIP2:haListenPort``). Each field is validated,
+    an error naming ``<Class>.<field>``."""
+
+    cluster: str = attrs.field(validator=valid_name)
+    broker_name: str = attrs.field(validator=valid_name)
+    broker_id: int = attrs.field(validator=non_negative)
+    broker_addr: str = attrs.field(validator=valid_addr)
+    ha_server_addr: str | None = attrs.field(default=None, validator=optional_addr)
+    zone_name: str | None = attrs.field(default=None, validator=optional_name)
+
+
+@attrs.frozen(kw_only=True)
+class Registration(BrokerIdentity):
     """One REGISTER_BROKER request: header fields plus the topic table (Java §2.1).
 
     ``enable_acting_master=None`` means a pre-5.0 broker. ``heartbeat_timeout_ms=None`` means
@@ -164,22 +181,16 @@ class Registration:
     deletes topics by omission.
     """
 
-    cluster: str = attrs.field(validator=_name)
-    broker_name: str = attrs.field(validator=_name)
-    broker_id: int = attrs.field(validator=_broker_id)
-    broker_addr: str = attrs.field(validator=_addr)
-    ha_server_addr: str | None = attrs.field(default=None, validator=_opt_addr)
-    zone_name: str | None = attrs.field(default=None, validator=attrs_optional(check_name))
-    heartbeat_timeout_ms: int | None = attrs.field(default=None, validator=_opt_timeout)
+    heartbeat_timeout_ms: int | None = attrs.field(default=None, validator=optional_positive)
     enable_acting_master: bool | None = attrs.field(
-        default=None, validator=attrs_optional(check_bool))
+        default=None, validator=optional_bool)
     data_version: DataVersion = attrs.field(factory=DataVersion)
     topics: TopicTable = attrs.field(default=EMPTY_TOPICS, converter=_topics)
     topic_queue_mappings: FrozenMap[str, TopicQueueMappingInfo] = attrs.field(
         factory=FrozenMap, converter=_mappings)
     filter_servers: tuple[str, ...] | None = attrs.field(default=None, converter=_filter_servers)
     channel: Hashable | None = attrs.field(default=None, eq=False)
-    partial: bool = attrs.field(default=False, validator=attrs_check(check_bool))
+    partial: bool = attrs.field(default=False, validator=valid_bool)
 
     @data_version.validator
     def _check_version(self, attribute: Any, value: Any) -> None:
@@ -281,11 +292,11 @@ class RegisterResult:
 class UnregisterRequest:
     """One UNREGISTER_BROKER request for `RouteInfoManager.unregister_many` (D2 fencing)."""
 
-    cluster: str = attrs.field(validator=_name)
-    broker_addr: str = attrs.field(validator=_addr)
-    broker_name: str = attrs.field(validator=_name)
-    broker_id: int = attrs.field(validator=_broker_id)
-    generation: int | None = attrs.field(default=None, validator=_opt_generation)
+    cluster: str = attrs.field(validator=valid_name)
+    broker_addr: str = attrs.field(validator=valid_addr)
+    broker_name: str = attrs.field(validator=valid_name)
+    broker_id: int = attrs.field(validator=non_negative)
+    generation: int | None = attrs.field(default=None, validator=optional_non_negative)
 
 
 @attrs.frozen(kw_only=True, slots=False)
@@ -428,18 +439,18 @@ class RoutingConfig:
     """
 
     default_heartbeat_timeout_ms: int = attrs.field(
-        default=120_000, validator=attrs_check(check_int, low=1))
-    support_acting_master: bool = attrs.field(default=False, validator=attrs_check(check_bool))
+        default=120_000, validator=positive)
+    support_acting_master: bool = attrs.field(default=False, validator=valid_bool)
     delete_topic_with_broker_registration: bool = attrs.field(
-        default=False, validator=attrs_check(check_bool))
+        default=False, validator=valid_bool)
     notify_min_broker_id_changed: bool = attrs.field(
-        default=False, validator=attrs_check(check_bool))
+        default=False, validator=valid_bool)
     wait_for_service_ms: int | None = attrs.field(
-        default=None, validator=attrs_optional(check_int, low=0))
-    order_message_enable: bool = attrs.field(default=False, validator=attrs_check(check_bool))
+        default=None, validator=optional_non_negative)
+    order_message_enable: bool = attrs.field(default=False, validator=valid_bool)
     max_queue_nums: int = attrs.field(
-        default=MAX_QUEUE_NUMS, validator=attrs_check(check_int, low=0, high=MAX_QUEUE_NUMS))
-    scan_interval_ms: int = attrs.field(default=5_000, validator=attrs_check(check_int, low=1))
+        default=MAX_QUEUE_NUMS, validator=queue_count)
+    scan_interval_ms: int = attrs.field(default=5_000, validator=positive)
 
 
 # --------------------------------------------------------------------------- events

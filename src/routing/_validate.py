@@ -11,6 +11,8 @@ from ._errors import InvalidRequest
 __all__ = [
     "MAX_QUEUE_NUMS",
     "MAX_TOPIC_LENGTH",
+    "attrs_check",
+    "attrs_optional",
     "check_addr",
     "check_bool",
     "check_hashable",
@@ -19,6 +21,19 @@ __all__ = [
     "check_queue_cap",
     "check_topic",
     "fail",
+    "non_negative",
+    "optional_addr",
+    "optional_bool",
+    "optional_name",
+    "optional_non_negative",
+    "optional_positive",
+    "positive",
+    "queue_count",
+    "valid_addr",
+    "valid_bool",
+    "valid_int",
+    "valid_name",
+    "valid_topic",
 ]
 
 #: RocketMQ's ``TopicValidator`` rule: letters, digits, ``%``, ``|``, ``_`` and ``-``.
@@ -100,6 +115,26 @@ def attrs_optional(
             check(f"{type(instance).__name__}.{attribute.name}", value, **kwargs)
 
     return validator
+
+
+# attrs validators for the rules many fields share, each naming ``Class.field`` in its error
+# (`attrs_check`): one definition each for the values, messages and configs that use them.
+valid_name = attrs_check(check_name)
+valid_addr = attrs_check(check_addr)
+valid_topic = attrs_check(check_topic)
+valid_bool = attrs_check(check_bool)
+valid_int = attrs_check(check_int)
+#: times in ms, broker ids, generations, counts
+non_negative = attrs_check(check_int, low=0)
+#: periods and timeouts in ms, sizes
+positive = attrs_check(check_int, low=1)
+#: a topic's read or write queue count
+queue_count = attrs_check(check_int, low=0, high=MAX_QUEUE_NUMS)
+optional_name = attrs_optional(check_name)
+optional_addr = attrs_optional(check_addr)
+optional_bool = attrs_optional(check_bool)
+optional_non_negative = attrs_optional(check_int, low=0)
+optional_positive = attrs_optional(check_int, low=1)
 
 
 def check_mapping(field: str, value: object) -> Mapping[Any, Any]:

@@ -18,14 +18,19 @@ from . import _json as j
 from ._errors import InvalidRequest
 from ._frozen import FrozenMap, freeze_map
 from ._validate import (
-    MAX_QUEUE_NUMS,
-    attrs_check,
     attrs_optional,
     check_addr,
-    check_bool,
     check_int,
     check_name,
-    check_topic,
+    non_negative,
+    optional_addr,
+    positive,
+    queue_count,
+    valid_addr,
+    valid_bool,
+    valid_int,
+    valid_name,
+    valid_topic,
 )
 
 __all__ = [
@@ -87,8 +92,6 @@ def _sys_flag(value: Any) -> TopicSysFlag:
     )
 
 
-_queues = attrs_check(check_int, low=0, high=MAX_QUEUE_NUMS)
-_non_negative = attrs_check(check_int, low=0)
 
 
 def unchecked(cls: type[_T], **fields: Any) -> _T:
@@ -121,9 +124,9 @@ class DataVersion:
     (2, 2000, True)
     """
 
-    state_version: int = attrs.field(default=0, validator=attrs_check(check_int))
-    timestamp: int = attrs.field(default=0, validator=attrs_check(check_int))
-    counter: int = attrs.field(default=0, validator=attrs_check(check_int))
+    state_version: int = attrs.field(default=0, validator=valid_int)
+    timestamp: int = attrs.field(default=0, validator=valid_int)
+    counter: int = attrs.field(default=0, validator=valid_int)
 
     def next(self, now_ms: int, state_version: int = 0) -> DataVersion:
         """Java ``nextVersion(stateVersion)``: counter + 1, timestamp = now, given epoch.
@@ -175,13 +178,13 @@ class DataVersion:
 class TopicConfig:
     """A topic as a broker hosts it (Java ``TopicConfig``). Defaults follow Java: 16/16, RW."""
 
-    topic_name: str = attrs.field(validator=attrs_check(check_topic))
-    read_queue_nums: int = attrs.field(default=16, validator=_queues)
-    write_queue_nums: int = attrs.field(default=16, validator=_queues)
+    topic_name: str = attrs.field(validator=valid_topic)
+    read_queue_nums: int = attrs.field(default=16, validator=queue_count)
+    write_queue_nums: int = attrs.field(default=16, validator=queue_count)
     perm: Perm = attrs.field(default=Perm.READ | Perm.WRITE, converter=_perm)
     topic_filter_type: str = attrs.field(default="SINGLE_TAG")
     topic_sys_flag: TopicSysFlag = attrs.field(default=TopicSysFlag(0), converter=_sys_flag)
-    order: bool = attrs.field(default=False, validator=attrs_check(check_bool))
+    order: bool = attrs.field(default=False, validator=valid_bool)
     attributes: FrozenMap[str, str] = attrs.field(factory=FrozenMap, converter=freeze_map)
 
     @topic_filter_type.validator
@@ -239,9 +242,9 @@ def _str(value: Any, field: str) -> str:
 class QueueData:
     """One broker group's queues for one topic (Java ``QueueData``)."""
 
-    broker_name: str = attrs.field(validator=attrs_check(check_name))
-    read_queue_nums: int = attrs.field(default=16, validator=_queues)
-    write_queue_nums: int = attrs.field(default=16, validator=_queues)
+    broker_name: str = attrs.field(validator=valid_name)
+    read_queue_nums: int = attrs.field(default=16, validator=queue_count)
+    write_queue_nums: int = attrs.field(default=16, validator=queue_count)
     perm: Perm = attrs.field(default=Perm.READ | Perm.WRITE, converter=_perm)
     topic_sys_flag: TopicSysFlag = attrs.field(default=TopicSysFlag(0), converter=_sys_flag)
 
@@ -302,11 +305,11 @@ class BrokerData:
     equality (name and addresses only) where clients need it.
     """
 
-    cluster: str = attrs.field(validator=attrs_check(check_name))
-    broker_name: str = attrs.field(validator=attrs_check(check_name))
+    cluster: str = attrs.field(validator=valid_name)
+    broker_name: str = attrs.field(validator=valid_name)
     broker_addrs: FrozenMap[int, str] = attrs.field(factory=FrozenMap, converter=_broker_addrs)
     zone_name: str | None = attrs.field(default=None)
-    enable_acting_master: bool = attrs.field(default=False, validator=attrs_check(check_bool))
+    enable_acting_master: bool = attrs.field(default=False, validator=valid_bool)
 
     @zone_name.validator
     def _check_zone(self, attribute: Any, value: Any) -> None:
@@ -354,8 +357,8 @@ class BrokerData:
 class BrokerAddr:
     """The live-table key ``(cluster, addr)`` (Java ``BrokerAddrInfo``)."""
 
-    cluster: str = attrs.field(validator=attrs_check(check_name))
-    addr: str = attrs.field(validator=attrs_check(check_addr))
+    cluster: str = attrs.field(validator=valid_name)
+    addr: str = attrs.field(validator=valid_addr)
 
     def to_json(self) -> j.JsonDoc:
         return {"clusterName": self.cluster, "brokerAddr": self.addr}
@@ -376,13 +379,13 @@ class BrokerLiveInfo:
     ``channel`` is the host's connection handle and is not part of the JSON form.
     """
 
-    last_update_timestamp: int = attrs.field(validator=_non_negative)
+    last_update_timestamp: int = attrs.field(validator=non_negative)
     heartbeat_timeout_ms: int = attrs.field(
-        default=120_000, validator=attrs_check(check_int, low=1))
+        default=120_000, validator=positive)
     data_version: DataVersion = attrs.field(factory=DataVersion)
     channel: Hashable | None = attrs.field(default=None, eq=False)
-    ha_server_addr: str | None = attrs.field(default=None, validator=attrs_optional(check_addr))
-    generation: int = attrs.field(default=0, validator=_non_negative)
+    ha_server_addr: str | None = attrs.field(default=None, validator=optional_addr)
+    generation: int = attrs.field(default=0, validator=non_negative)
 
     @property
     def deadline_ms(self) -> int:
@@ -424,12 +427,12 @@ class BrokerLiveInfo:
 class TopicQueueMappingInfo:
     """Static-topic mapping of one broker (Java ``TopicQueueMappingInfo``). Stored as given."""
 
-    topic: str = attrs.field(validator=attrs_check(check_topic))
-    bname: str = attrs.field(validator=attrs_check(check_name))
+    topic: str = attrs.field(validator=valid_topic)
+    bname: str = attrs.field(validator=valid_name)
     scope: str = attrs.field(default="__global__")
-    total_queues: int = attrs.field(default=0, validator=_non_negative)
-    epoch: int = attrs.field(default=0, validator=attrs_check(check_int))
-    dirty: bool = attrs.field(default=False, validator=attrs_check(check_bool))
+    total_queues: int = attrs.field(default=0, validator=non_negative)
+    epoch: int = attrs.field(default=0, validator=valid_int)
+    dirty: bool = attrs.field(default=False, validator=valid_bool)
     curr_id_map: FrozenMap[int, int] = attrs.field(factory=FrozenMap, converter=freeze_map)
 
     def to_json(self) -> j.JsonDoc:

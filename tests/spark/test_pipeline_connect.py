@@ -126,7 +126,7 @@ def test_the_cli_on_a_connect_server_writes_the_reference_tables(
 _WHERE = """
 import sys
 from routing.pipeline._connect import is_connect, remote_session, session_master
-from routing.pipeline._spark_read import _expand, task_slots
+from routing.pipeline._spark_lines import _expand, task_slots
 
 spark = remote_session(sys.argv[1])
 assert is_connect(spark)

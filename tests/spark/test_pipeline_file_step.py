@@ -10,7 +10,8 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from routing.pipeline._spark_steps import local_file_step, rows_of  # noqa: E402
+from routing.pipeline._spark_replay import local_file_step  # noqa: E402
+from routing.pipeline._spark_rows import rows_of  # noqa: E402
 
 
 def test_a_relative_path_is_resolved_where_the_step_is_built(tmp_path: Path,

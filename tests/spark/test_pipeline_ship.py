@@ -22,7 +22,7 @@ def test_the_shipped_zip_holds_routing_and_its_pure_python_dependencies(
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
     # -I -S: no site-packages, no user paths; only the standard library and the zip
     code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
-            "import routing.pipeline._spark, routing.pipeline._outputs, routing.journal\n"
+            "import routing.pipeline._spark, routing.pipeline._deriver, routing.journal\n"
             "assert routing.__file__.startswith(sys.argv[1]), routing.__file__\n"
             "import attrs\n"
             "assert attrs.__file__.startswith(sys.argv[1])\n")

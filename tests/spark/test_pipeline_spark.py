@@ -1,5 +1,5 @@
 """Differential tests: the Spark pipeline returns, row for row, what the pure-Python
-reference (`routing.pipeline.reference.analyze_local`) computes.
+reference (`routing.pipeline.analyze_local`) computes.
 
 Inputs: simulator journals (three seeds, heavy faults, renamed so they can be read
 together), hypothesis-generated operation sequences with damaged lines, gzip files, a
@@ -22,19 +22,20 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipeline_scenarios import bad_folder, damage, operations, play
 from routing.cli._analyze import analyze_command
 from routing.pipeline import (
     RejectedRecords,
-    _spark,
-    _spark_read,
+    _spark_lines,
+    _spark_sweep,
     analyze,
     analyze_local,
     to_parquet,
 )
-from routing.pipeline._scenarios import bad_folder, damage, operations, play
-from routing.pipeline._schema import TABLES, sort_rows
+from routing.pipeline._schema import TABLES, rows_equal, sort_rows
 from routing.pipeline._session import default_master
-from routing.pipeline._spark import KILL_WORKER_ENV, read_lines, rows_equal
+from routing.pipeline._spark_lines import read_lines
+from routing.pipeline._spark_rows import KILL_WORKER_ENV
 from routing.pipeline._summary import summarize_analysis, summarize_rows
 from routing.sim import SimConfig, simulate
 
@@ -382,9 +383,9 @@ def test_one_large_file_is_read_in_byte_ranges_and_gzip_in_one_task(
     with gzip.open(tmp_path / "gzip" / "ns-0.jsonl.gz", "wt", encoding="utf-8") as out:
         out.write(text)
     size = len(text.encode("utf-8"))
-    monkeypatch.setattr(_spark_read, "SPLIT_READ_BYTES", size // 4)
-    monkeypatch.setattr(_spark_read, "SPLIT_MIN_BYTES", 1024)
-    monkeypatch.setattr(_spark, "SWEEP_TASKS_PER_SLOT", 1)  # only the read has many tasks
+    monkeypatch.setattr(_spark_lines, "SPLIT_READ_BYTES", size // 4)
+    monkeypatch.setattr(_spark_lines, "SPLIT_MIN_BYTES", 1024)
+    monkeypatch.setattr(_spark_sweep, "SWEEP_TASKS_PER_SLOT", 1)  # only the read has many tasks
     expected = analyze_local(tmp_path / "plain", at=AT)
     assert expected == analyze_local(tmp_path / "gzip", at=AT)
     old = spark.conf.get("spark.sql.files.maxPartitionBytes")

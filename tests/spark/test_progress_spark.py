@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipeline_scenarios import play
 from routing.cli._progress import SparkTasks
 from routing.pipeline import analyze
-from routing.pipeline._scenarios import play
 
 
 def test_every_task_of_a_finished_run_is_done(spark: Any) -> None:

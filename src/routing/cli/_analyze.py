@@ -15,23 +15,28 @@ from typing import Any
 import click
 from rich.console import Console
 
-from ..pipeline._incidents import DEFAULT_GAP_MS
-from ..pipeline._inputs import InputCheck, InputError, check_inputs
-from ..pipeline._session import (
+from .._errors import InvalidRequest
+from ..pipeline import (
+    DEFAULT_INCIDENT_GAP_MS,
+    InputCheck,
+    InputError,
+    RejectedRecords,
     SparkUnavailable,
+    Summary,
+    analyze_local_to,
+    check_inputs,
     default_master,
+    draw_timeline,
+    plural,
+    redacted,
+    remote_session,
+    render_summary,
     spark_session,
     stop_session,
-)
-from ..pipeline._summary import (
-    Summary,
-    collect_rows,
-    plural,
-    render,
     summarize_rows,
+    write_report,
 )
-from ..pipeline._summary import summary_json as summary_json_of
-from ..pipeline.reference import RejectedRecords, analyze_local_to
+from ..pipeline import summary_json as summary_json_of
 from ._progress import RunProgress, counted_sources, spark_progress
 
 __all__ = ["analyze_command", "parse_time", "spark_progress"]
@@ -90,9 +95,6 @@ def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
                           encoding="utf-8")
         console.print(f"summary JSON: {target}", highlight=False, soft_wrap=True)
     if report:
-        from ..pipeline._report import write_report
-        from ..pipeline._timeline import draw_timeline
-
         png = draw_timeline(rows["sessions"], rows["disagreement"], rows["name_servers"],
                             out / "timeline.png")
         page = write_report(rows, summary, out / "report.html", title=title)
@@ -148,7 +150,7 @@ def _remote(remote: str | None, *, local_engine: bool, master: str | None,
                    "into --out (a local folder).")
 @click.option("--summary-json", default=None, metavar="FILE",
               help="Also write every number of the summary (and every incident) as JSON.")
-@click.option("--incident-gap", default=DEFAULT_GAP_MS, show_default=True, type=int,
+@click.option("--incident-gap", default=DEFAULT_INCIDENT_GAP_MS, show_default=True, type=int,
               metavar="MS", help="Disagreement windows closer than this (ms) are one "
                                  "incident.")
 @click.option("--driver-memory", default=None, help="Spark driver memory, e.g. 2g.")
@@ -183,33 +185,29 @@ def analyze_command(journals: Sequence[str], out_dir: str | None, master: str | 
         with RunProgress(err) as progress:
             progress.step(f"reading {plural(len(check.journals), 'journal file')} "
                           f"({check.total_bytes / 1e6:,.1f} MB) and replaying them")
-            counted = counted_sources(check.journals, check.total_bytes, progress)
+            counted = counted_sources(check, progress)
             try:
                 rows = analyze_local_to(
                     out_dir, counted if counted is not None else sources, at=times,
                     strict=strict, before_writing=lambda: progress.step(
                         f"writing Parquet to {out_dir}"))
-            except RejectedRecords as exc:
-                raise click.ClickException(str(exc)) from None
-            except FileNotFoundError as exc:
+            except (RejectedRecords, InputError, FileNotFoundError) as exc:
                 raise click.ClickException(str(exc)) from None
             progress.step("summarising")
             summary = summarize_rows(rows, gap_ms=incident_gap)
             elapsed = progress.elapsed()
-        render(summary, console, title="routing analyze --local")
+        render_summary(summary, console, title="routing analyze --local")
         console.print(f"tables: {out_dir} ({elapsed:.1f} s)", highlight=False, soft_wrap=True)
         _outputs(Path(out_dir), summary, rows, console, **outputs)
         return
     master = master or default_master()
     try:
         if remote is not None:
-            from ..pipeline._connect import redacted, remote_session
-
             master = redacted(remote)  # what the output names: no token
             owned = True  # a Connect session of our own: stop() ends it on the server
             try:
                 spark = remote_session(remote)
-            except ValueError as exc:  # not a Spark Connect URL
+            except InvalidRequest as exc:  # not a Spark Connect URL
                 raise click.BadParameter(str(exc), param_hint="--remote") from None
         else:
             from pyspark.sql import SparkSession
@@ -230,7 +228,7 @@ def _run_spark(spark: Any, console: Console, err: Console, master: str,
                journals: Sequence[str], out_dir: str | None, times: list[int], strict: bool,
                partition: str, to_parquet_dir: str | None, incident_gap: int,
                outputs: dict[str, Any]) -> None:
-    from ..pipeline._spark import analyze, to_parquet
+    from ..pipeline import analyze, to_parquet
 
     started = time.monotonic()
     if to_parquet_dir is not None:
@@ -252,16 +250,14 @@ def _run_spark(spark: Any, console: Console, err: Console, master: str,
         try:
             analysis = analyze(spark, list(journals), at=times, strict=strict,
                                partition=partition, progress=say)
-        except RejectedRecords as exc:
-            raise click.ClickException(str(exc)) from None
-        except FileNotFoundError as exc:
+        except (RejectedRecords, InputError, FileNotFoundError) as exc:
             raise click.ClickException(str(exc)) from None
         say(f"writing Parquet to {out_dir}")
         analysis.write(out_dir)
         say("summarising")
-        rows = collect_rows(analysis)
+        rows = analysis.summary_rows()
         summary = summarize_rows(rows, gap_ms=incident_gap)
-    render(summary, console, title=f"routing analyze on {master}")
+    render_summary(summary, console, title=f"routing analyze on {master}")
     console.print(f"tables: {out_dir} ({time.monotonic() - started:.1f} s on {master}, "
                   f"replay partitions per name server: "
                   f"{dict(sorted(analysis.partitions.items()))})", highlight=False,

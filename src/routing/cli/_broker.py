@@ -2,7 +2,7 @@
 
 A fake broker in front of a real name server (RocketMQ's or ``routing serve``): it
 registers its topics, keeps the heartbeat, follows topic changes typed on stdin (see
-``routing.remoting._broker_run``), reconnects with backoff and unregisters on SIGTERM.
+``routing.remoting.serve_broker``), reconnects with backoff and unregisters on SIGTERM.
 Loaded lazily by ``routing.cli``.
 """
 
@@ -13,7 +13,7 @@ import click
 from .._errors import RoutingError
 from .._values import TopicConfig
 from ..heartbeat import BrokerConfig
-from ..remoting._broker_run import run_broker
+from ..remoting import run_broker
 from ._hosting import configure_logging, split_listen
 
 __all__ = ["broker_command"]
@@ -58,6 +58,10 @@ def _name_servers(value: str) -> tuple[str, ...]:
               help="Read and write queues per topic.")
 @click.option("--acting-master", is_flag=True,
               help="enableSlaveActingMaster: heartbeats every second, member-group sync.")
+@click.option("--not-active-timeout-ms", type=click.IntRange(min=1), default=10_000,
+              show_default=True,
+              help="brokerNotActiveTimeoutMillis: the heartbeat timeout sent with each "
+                   "registration in acting-master mode.")
 @click.option("--single-topic-register", is_flag=True,
               help="enableSingleTopicRegister: send topic changes as REGISTER_TOPIC_IN_NAMESRV.")
 @click.option("--register-period-ms", type=click.IntRange(min=1), default=30_000,
@@ -75,7 +79,7 @@ def _name_servers(value: str) -> tuple[str, ...]:
 @click.option("--log-json", is_flag=True, help="Log one JSON object per line.")
 def broker_command(namesrv: str, cluster: str, broker_name: str, broker_id: int, addr: str,
                    ha_addr: str | None, topics: str, queues: int, acting_master: bool,
-                   single_topic_register: bool, register_period_ms: int,
+                   not_active_timeout_ms: int, single_topic_register: bool, register_period_ms: int,
                    connect_timeout_ms: int, compressed_register: bool, no_listen: bool,
                    journal_dir: str | None, log_level: str, log_json: bool) -> None:
     """Run a broker's registration and heartbeat against --namesrv.
@@ -92,6 +96,7 @@ def broker_command(namesrv: str, cluster: str, broker_name: str, broker_id: int,
             cluster=cluster, broker_name=broker_name, broker_id=broker_id, broker_addr=addr,
             ha_server_addr=ha_addr, name_servers=_name_servers(namesrv),
             enable_slave_acting_master=acting_master,
+            broker_not_active_timeout_ms=not_active_timeout_ms,
             enable_single_topic_register=single_topic_register,
             register_period_ms=register_period_ms, connect_timeout_ms=connect_timeout_ms,
             scan_available_name_servers=True)

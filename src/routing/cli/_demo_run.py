@@ -15,10 +15,16 @@ from typing import Any
 
 from rich.console import Console
 
-from ..pipeline._report import write_report
-from ..pipeline._session import default_master, spark_session, stop_session
-from ..pipeline._summary import collect_rows, plural, render, summarize_rows
-from ..pipeline._timeline import draw_timeline
+from ..pipeline import (
+    default_master,
+    draw_timeline,
+    plural,
+    render_summary,
+    spark_session,
+    stop_session,
+    summarize_rows,
+    write_report,
+)
 from ..sim import SimConfig, simulate
 from ._analyze import _stdout_console
 from ._progress import spark_progress
@@ -71,7 +77,7 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
     owned = SparkSession.getActiveSession() is None  # stop it at the end only if ours
     spark = spark_session(master, app_name="routing-demo")
     try:
-        from ..pipeline._spark import analyze
+        from ..pipeline import analyze
 
         started = time.monotonic()
         tables_dir = out_dir / "tables"
@@ -81,7 +87,7 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
             say(f"writing Parquet to {tables_dir}")
             analysis.write(str(tables_dir))
             say("summarising")
-            rows = collect_rows(analysis)
+            rows = analysis.summary_rows()
             summary = summarize_rows(rows)
             say("drawing the report")
             png = draw_timeline(rows["sessions"], rows["disagreement"], rows["name_servers"],
@@ -94,7 +100,7 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
                          title=f"routing demo: {plural(config.groups, 'broker group')}, "
                                f"{plural(config.nameservers, 'name server')}, {hours:g} "
                                f"simulated hours")
-        render(summary, console, title=f"routing demo on {master}")
+        render_summary(summary, console, title=f"routing demo on {master}")
         console.print(f"analyzed in {time.monotonic() - started:.1f} s "
                       f"({lines / max(1e-9, time.monotonic() - started):,.0f} lines/s)")
         analysis.unpersist()

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
 
-from ..pipeline._connect import is_connect
-from ..pipeline._read import InputFile, iter_lines
+from ..pipeline import InputCheck, is_connect
 
 __all__ = ["RunProgress", "SparkTasks", "counted_sources", "spark_progress"]
 
@@ -199,30 +198,19 @@ def spark_progress(console: Console, spark: Any = None) -> Iterator[Callable[[st
                 spark.removeProgressHandler(handler)
 
 
-def counted_sources(files: Sequence[InputFile], total_bytes: int,
-                    progress: RunProgress) -> Mapping[str, Any] | None:
-    """``{source: lines}`` for `analyze_local` that moves the bar as its reader goes (bytes
-    of the files read so far), or None when a Parquet copy is among them (then the paths
-    are read directly; the bar only shows the steps). Lines and their numbers are those of
-    the paths themselves."""
-    if any(f.kind != "text" for f in files):
-        return None
-    state = {"done": 0, "last": 0.0}
+def counted_sources(check: InputCheck, progress: RunProgress
+                    ) -> Mapping[str, Any] | None:
+    """``{source: lines}`` for `analyze_local` that moves the bar as its reader goes (MB of
+    the journals read so far, of `InputCheck.total_bytes`; at most every 0.2 s), or None
+    when a Parquet copy is among them (then the paths are read directly; the bar only shows
+    the steps). Lines and their numbers are those of the paths themselves
+    (`InputCheck.counted_lines`)."""
+    last = [0.0]
 
-    def lines(item: InputFile) -> Iterator[str]:
-        import os
+    def report(done: int) -> None:
+        now = time.monotonic()
+        if now - last[0] > 0.2 or done >= check.total_bytes:
+            last[0] = now
+            progress.update(done, check.total_bytes, "MB", 1e6)
 
-        size = os.path.getsize(item.path)
-        start = state["done"]
-        read = 0
-        for _source, _number, text in iter_lines([item]):
-            read += len(text) + 1
-            now = time.monotonic()
-            if now - state["last"] > 0.2:
-                state["last"] = now
-                progress.update(start + min(read, size), total_bytes, "MB", 1e6)
-            yield text
-        state["done"] = start + size
-        progress.update(state["done"], total_bytes, "MB", 1e6)
-
-    return {f.path: lines(f) for f in files}
+    return check.counted_lines(report)

@@ -12,8 +12,7 @@ import attrs
 import click
 
 from .._errors import RoutingError
-from ..remoting._config import NamesrvConfig, help_text, load_properties_file
-from ..remoting._run import run_server
+from ..remoting import NamesrvConfig, help_text, load_properties_file, run_server
 from ._hosting import configure_logging, split_listen
 
 __all__ = ["serve_command"]
@@ -58,6 +57,9 @@ def _epilog() -> str:
 @click.option("--log-json", is_flag=True, help="Log one JSON object per line.")
 @click.option("--metrics", "metrics_listen", default=None, metavar="HOST:PORT",
               help="Serve Prometheus text at http://HOST:PORT/metrics (the metrics extra).")
+@click.option("--shadow", is_flag=True,
+              help="Answer brokers, refuse clients' route reads (SYSTEM_ERROR): a journaling "
+                   "shadow beside Java name servers (docs/shadow.md).")
 @click.option("--loop", type=click.Choice(["asyncio", "uvloop"]), default="asyncio",
               show_default=True,
               help="Event loop; uvloop needs the uvloop extra (docs/performance.md).")
@@ -67,7 +69,7 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
                   notify_min_broker_id_changed: bool | None, order_message_enable: bool | None,
                   delete_topic_with_broker_registration: bool | None, journal_dir: str | None,
                   nameserver_id: str | None, log_level: str, log_json: bool,
-                  metrics_listen: str | None, loop: str) -> None:
+                  metrics_listen: str | None, shadow: bool, loop: str) -> None:
     """Serve RocketMQ's remoting protocol: point brokers and clients at --listen.
 
     Stops cleanly on SIGINT or SIGTERM. Settings can also be changed at run time with
@@ -103,6 +105,6 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
             settings = attrs.evolve(settings, kept=kept)
         run_server(host, port, settings=settings, journal_dir=journal_dir,
                    nameserver_id=nameserver_id or listen, kv_config=kv_path, loop=loop,
-                   metrics=metrics)
+                   metrics=metrics, shadow=shadow)
     except (RoutingError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc

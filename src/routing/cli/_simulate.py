@@ -17,9 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..sim._faults import FAULT_KINDS, PROFILES, SimConfig
-from ..sim._model import SimResult
-from ..sim._runner import simulate
+from .. import InvalidRequest
+from ..sim import FAULT_KINDS, PROFILES, SimConfig, SimResult, simulate
 
 __all__ = ["config_to_json", "parse_duration_ms", "simulate_command"]
 
@@ -36,8 +35,9 @@ def parse_duration_ms(text: str) -> int:
     cleaned = text.strip().lower().replace(" ", "")
     parts = _PART.findall(cleaned)
     if not cleaned or "".join(n + u for n, u in parts) != cleaned:
-        raise ValueError(f"not a duration: {text!r} (use a number with a unit: 500ms, 30s, "
-                         f"10m, 2h, 1d, or a sum such as 1h30m)")
+        raise InvalidRequest(f"not a duration: {text!r} (use a number with a unit: 500ms, "
+                             f"30s, 10m, 2h, 1d, or a sum such as 1h30m)", field="duration",
+                             value=text)
     return round(sum(float(n) * _UNITS[u] for n, u in parts))
 
 

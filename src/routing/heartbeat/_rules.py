@@ -13,15 +13,14 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from .._messages import Registration, VersionAnswer
+from .._messages import BrokerIdentity, Registration, VersionAnswer
 from .._validate import (
-    attrs_check,
-    attrs_optional,
     check_addr,
-    check_bool,
     check_int,
-    check_name,
     fail,
+    positive,
+    valid_bool,
+    valid_int,
 )
 from .._values import DataVersion, Perm, QueueData, TopicConfig
 
@@ -97,7 +96,7 @@ def next_tick_ms(first_ms: int, period_ms: int, now_ms: int) -> int:
     100000
     """
     if period_ms <= 0:
-        raise ValueError(f"period_ms must be > 0, got {period_ms!r}")
+        fail("period_ms", period_ms, "> 0")
     if now_ms < first_ms:
         return first_ms
     return first_ms + ((now_ms - first_ms) // period_ms + 1) * period_ms
@@ -207,8 +206,6 @@ def split_topics(
 # --------------------------------------------------------------------------- configuration
 
 
-_positive = attrs_check(check_int, low=1)
-_bool = attrs_check(check_bool)
 
 
 def _to_name_servers(value: Any) -> tuple[str, ...]:
@@ -222,7 +219,7 @@ def _to_perm(value: Any) -> Perm:
 
 
 @attrs.frozen(kw_only=True)
-class BrokerConfig:
+class BrokerConfig(BrokerIdentity):
     """The broker settings that drive registration (Java ``BrokerConfig``, §3.1 defaults).
 
     Identity: ``cluster``, ``broker_name``, ``broker_id``, ``broker_addr``
@@ -243,31 +240,25 @@ class BrokerConfig:
     `InvalidRequest` naming ``BrokerConfig.<field>``.
     """
 
-    cluster: str = attrs.field(validator=attrs_check(check_name))
-    broker_name: str = attrs.field(validator=attrs_check(check_name))
-    broker_id: int = attrs.field(validator=attrs_check(check_int, low=0))
-    broker_addr: str = attrs.field(validator=attrs_check(check_addr))
-    ha_server_addr: str | None = attrs.field(default=None, validator=attrs_optional(check_addr))
-    zone_name: str | None = attrs.field(default=None, validator=attrs_optional(check_name))
     name_servers: tuple[str, ...] = attrs.field(default=(), converter=_to_name_servers)
-    register_period_ms: int = attrs.field(default=30_000, validator=_positive)
-    force_register: bool = attrs.field(default=True, validator=_bool)
-    register_timeout_ms: int = attrs.field(default=24_000, validator=_positive)
+    register_period_ms: int = attrs.field(default=30_000, validator=positive)
+    force_register: bool = attrs.field(default=True, validator=valid_bool)
+    register_timeout_ms: int = attrs.field(default=24_000, validator=positive)
     broker_permission: Perm = attrs.field(default=Perm.READ | Perm.WRITE, converter=_to_perm)
-    enable_slave_acting_master: bool = attrs.field(default=False, validator=_bool)
-    broker_heartbeat_interval_ms: int = attrs.field(default=1_000, validator=_positive)
-    broker_not_active_timeout_ms: int = attrs.field(default=10_000, validator=_positive)
-    send_heartbeat_timeout_ms: int = attrs.field(default=1_000, validator=_positive)
-    compatible_with_old_namesrv: bool = attrs.field(default=True, validator=_bool)
-    enable_split_registration: bool = attrs.field(default=False, validator=_bool)
-    split_registration_size: int = attrs.field(default=800, validator=_positive)
-    total_replicas: int = attrs.field(default=1, validator=_positive)
+    enable_slave_acting_master: bool = attrs.field(default=False, validator=valid_bool)
+    broker_heartbeat_interval_ms: int = attrs.field(default=1_000, validator=positive)
+    broker_not_active_timeout_ms: int = attrs.field(default=10_000, validator=positive)
+    send_heartbeat_timeout_ms: int = attrs.field(default=1_000, validator=positive)
+    compatible_with_old_namesrv: bool = attrs.field(default=True, validator=valid_bool)
+    enable_split_registration: bool = attrs.field(default=False, validator=valid_bool)
+    split_registration_size: int = attrs.field(default=800, validator=positive)
+    total_replicas: int = attrs.field(default=1, validator=positive)
     disappear_time_after_start_ms: int = attrs.field(
-        default=-1, validator=attrs_check(check_int))
-    enable_single_topic_register: bool = attrs.field(default=False, validator=_bool)
-    sync_broker_member_group_period_ms: int = attrs.field(default=1_000, validator=_positive)
-    connect_timeout_ms: int = attrs.field(default=3_000, validator=_positive)
-    scan_available_name_servers: bool = attrs.field(default=False, validator=_bool)
+        default=-1, validator=valid_int)
+    enable_single_topic_register: bool = attrs.field(default=False, validator=valid_bool)
+    sync_broker_member_group_period_ms: int = attrs.field(default=1_000, validator=positive)
+    connect_timeout_ms: int = attrs.field(default=3_000, validator=positive)
+    scan_available_name_servers: bool = attrs.field(default=False, validator=valid_bool)
 
     @name_servers.validator
     def _check_name_servers(self, attribute: Any, value: tuple[str, ...]) -> None:
@@ -333,8 +324,9 @@ class SendVersionQuery:
 
 
 @attrs.frozen(kw_only=True)
-class SendHeartbeat:
-    """Send BROKER_HEARTBEAT oneway (``BrokerOuterAPI.sendHeartbeat``); no reply expected."""
+class _BrokerNotice:
+    """A request that names the broker to ``name_server`` and expects no reply: its
+    header is the broker's identity, sent within ``timeout_ms``."""
 
     name_server: str
     cluster: str
@@ -345,18 +337,16 @@ class SendHeartbeat:
 
 
 @attrs.frozen(kw_only=True)
-class SendUnregister:
+class SendHeartbeat(_BrokerNotice):
+    """Send BROKER_HEARTBEAT oneway (``BrokerOuterAPI.sendHeartbeat``); no reply expected."""
+
+
+@attrs.frozen(kw_only=True)
+class SendUnregister(_BrokerNotice):
     """Send UNREGISTER_BROKER (``BrokerOuterAPI.unregisterBroker``, 3 000 ms each).
 
     Java sends them one after the other and ignores failures; no reply is needed here.
     """
-
-    name_server: str
-    cluster: str
-    broker_addr: str
-    broker_name: str
-    broker_id: int
-    timeout_ms: int
 
 
 @attrs.frozen(kw_only=True)

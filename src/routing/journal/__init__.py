@@ -24,14 +24,13 @@ True
 [('register', 0, ['T', 'U']), ('scan', 120001, ['T', 'U'])]
 """
 
-from ._calls import (
+from .._calls import (
     AddWritePerm,
     Call,
     CallResult,
     ChannelClosed,
     DeleteTopic,
     Heartbeat,
-    JournalChannel,
     QueryDataVersion,
     Register,
     RegisterTopic,
@@ -40,6 +39,7 @@ from ._calls import (
     UnregisterMany,
     WipeWritePerm,
 )
+from ._args import JournalChannel
 from ._format import (
     JOURNAL_FORMAT,
     JOURNAL_VERSION,

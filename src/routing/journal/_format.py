@@ -17,10 +17,10 @@ from typing import IO, Any, Protocol, TypeAlias, cast
 
 import attrs
 
+from .._calls import Call
 from .._errors import InvalidRequest
 from .._messages import RoutingConfig
-from .._validate import check_int, check_name
-from ._calls import Call
+from .._validate import check_int, check_name, fail
 
 __all__ = [
     "JOURNAL_FORMAT",
@@ -160,7 +160,7 @@ def open_journal(path: str | os.PathLike[str], mode: str = "r") -> IO[str]:
     by its magic bytes whatever the name.
     """
     if mode not in ("r", "w", "a"):
-        raise ValueError(f"mode must be 'r', 'w' or 'a', got {mode!r}")
+        fail("mode", mode, "'r', 'w' or 'a'")
     name = os.fspath(path)
     if mode == "r":
         # surrogateescape: a line with bytes that are not UTF-8 reaches the reader, which

@@ -10,25 +10,11 @@ from typing import Any
 
 import attrs
 
-from .._errors import InvalidRequest
+from .._calls import CALLS, Call, QueryDataVersion, Register, RegisterTopic, Scan, UnregisterMany
+from .._errors import InvalidRequest, RoutingError
 from .._messages import Registration
 from .._validate import check_addr, check_int, check_name
-from ._calls import (
-    CALLS,
-    AddWritePerm,
-    Call,
-    ChannelClosed,
-    DeleteTopic,
-    Heartbeat,
-    QueryDataVersion,
-    Register,
-    RegisterTopic,
-    Scan,
-    Unregister,
-    UnregisterMany,
-    WipeWritePerm,
-    decode_channel,
-)
+from ._args import common_broker_name, common_value, decode_args, decode_channel
 from ._format import (
     HEADER_FIELDS,
     JOURNAL_FORMAT,
@@ -98,7 +84,7 @@ class JournalReadResult:
                                    if isinstance(e, JournalHeader)))
 
 
-class _Bad(Exception):
+class _Bad(RoutingError):
     """A line is rejected; the message is the reason."""
 
 
@@ -413,48 +399,29 @@ class JournalReader:
                                ("broker_addr", addr)):
                 if value is None:
                     raise _Bad(f"unregister: top-level {key} is required")
-            return Unregister.decode_args(args, cluster, name, addr)
-        if op == "unregister_many":
-            many = UnregisterMany.decode_args(args)
-            for key, value in (("cluster", cluster), ("broker_name", name),
-                               ("broker_addr", addr)):
-                if value != many.common(key):
-                    raise _Bad(f"unregister_many: top-level {key} {value!r} must be the value "
-                               f"shared by every request ({many.common(key)!r})")
-            return many
-        if op == "heartbeat":
-            return Heartbeat.decode_args(args, cluster, addr)
-        if op == "query_data_version":
-            if "table_id" not in args:
-                return QueryDataVersion.decode_args(args, cluster, addr)
+        elif op == "query_data_version" and "table_id" in args:
             if set(args) != {"table_id"}:
                 raise _Bad("query_data_version: args.table_id excludes any other field")
             template = self._table(state, check_int("args.table_id", args["table_id"], low=1))
-            for key, value, want in (("cluster", cluster, template.cluster),
-                                     ("broker_name", name, template.broker_name),
-                                     ("broker_addr", addr, template.broker_addr)):
-                if value != want:
-                    raise _Bad(f"query_data_version: top-level {key} {value!r} differs from "
-                               f"the table's {want!r}")
+            _columns_of_table(op, cluster, name, addr, template)
             return QueryDataVersion(cluster=template.cluster, broker_addr=template.broker_addr,
                                     data_version=template.data_version)
-        if op in ("scan", "channel_closed"):
+        elif op in ("scan", "channel_closed"):
             for key, value in (("cluster", cluster), ("broker_name", name),
                                ("broker_addr", addr)):
                 if value is not None:
                     raise _Bad(f"{op}: top-level {key} must be null")
-            return Scan.decode_args(args) if op == "scan" else ChannelClosed.decode_args(args)
-        if op == "delete_topic":
-            return DeleteTopic.decode_args(args, cluster)
-        if op == "register_topic":
-            call = RegisterTopic.decode_args(args)
-            if name != call.common_broker_name():
-                raise _Bad(f"register_topic: top-level broker_name {name!r} must be the group "
-                           f"shared by every row ({call.common_broker_name()!r})")
-            return call
-        if op == "wipe_write_perm":
-            return WipeWritePerm.decode_args(args, name)
-        return AddWritePerm.decode_args(args, name)
+        call = decode_args(op, args, cluster, name, addr)
+        if isinstance(call, UnregisterMany):
+            for key, value in (("cluster", cluster), ("broker_name", name),
+                               ("broker_addr", addr)):
+                if value != common_value(call, key):
+                    raise _Bad(f"unregister_many: top-level {key} {value!r} must be the value "
+                               f"shared by every request ({common_value(call, key)!r})")
+        elif isinstance(call, RegisterTopic) and name != common_broker_name(call):
+            raise _Bad(f"register_topic: top-level broker_name {name!r} must be the group "
+                       f"shared by every row ({common_broker_name(call)!r})")
+        return call
 
     @staticmethod
     def _table(state: _NsState, table_id: int) -> Registration:
@@ -484,12 +451,7 @@ class JournalReader:
                 raise _Bad(f"register: bad table {table_id}: {exc}") from None
         else:
             template = self._table(state, table_id)
-        for key, value, want in (("cluster", cluster, template.cluster),
-                                 ("broker_name", name, template.broker_name),
-                                 ("broker_addr", addr, template.broker_addr)):
-            if value != want:
-                raise _Bad(f"register: top-level {key} {value!r} differs from the table's "
-                           f"{want!r}")
+        _columns_of_table("register", cluster, name, addr, template)
         return self._built(state, table_id, template, decode_channel(args.get("channel")))
 
     @staticmethod
@@ -504,6 +466,17 @@ class JournalReader:
         call = Register(registration=reg)
         state.built[table_id] = (channel, call)
         return call
+
+
+def _columns_of_table(op: str, cluster: Any, name: Any, addr: Any,
+                      template: Registration) -> None:
+    """A line that names a table must carry that table's cluster, group and address in its
+    top-level columns; raises `_Bad` naming the first that differs."""
+    for key, value, want in (("cluster", cluster, template.cluster),
+                             ("broker_name", name, template.broker_name),
+                             ("broker_addr", addr, template.broker_addr)):
+        if value != want:
+            raise _Bad(f"{op}: top-level {key} {value!r} differs from the table's {want!r}")
 
 
 def _lines(source: Source) -> tuple[str, Iterator[str], Any]:

@@ -6,7 +6,10 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .. import _calls as calls
+from .._calls import Call, CallResult
 from .._clock import Clock
+from .._errors import InvalidRequest
 from .._manager import RouteInfoManager
 from .._messages import (
     BrokerMemberGroup,
@@ -20,21 +23,7 @@ from .._messages import (
     VersionAnswer,
 )
 from .._values import BrokerAddr, BrokerLiveInfo, DataVersion, QueueData, TopicRouteData
-from ._calls import (
-    AddWritePerm,
-    Call,
-    CallResult,
-    ChannelClosed,
-    DeleteTopic,
-    Heartbeat,
-    QueryDataVersion,
-    RegisterTopic,
-    Scan,
-    Unregister,
-    UnregisterMany,
-    WipeWritePerm,
-    encode_channel,
-)
+from ._args import common_broker_name, common_value, encode_args, encode_channel
 from ._format import JournalHeader, JournalSink, dumps
 
 __all__ = ["JournalRecorder"]
@@ -60,7 +49,8 @@ class JournalRecorder:
 
     The header line is written at construction, with the manager's config and the clock's
     current time as ``start_ms``; wrap a manager before anything is written to it (a
-    non-empty manager raises ``ValueError``: its earlier calls could never be replayed).
+    non-empty manager raises `routing.InvalidRequest`, a ``ValueError``: its earlier calls
+    could never be replayed).
 
     Write calls (register, unregister, unregister_many, heartbeat, query_data_version,
     scan_expired, on_channel_closed, delete_topic, register_topic, wipe/add_write_perm) are
@@ -128,8 +118,9 @@ class JournalRecorder:
     def _write_header(self, manager: RouteInfoManager) -> None:
         if manager.all_topics() or manager.live_brokers() or manager.cluster_info().\
                 broker_addr_table:
-            raise ValueError("JournalRecorder needs a fresh manager: its earlier calls were not "
-                             "recorded and could not be replayed")
+            raise InvalidRequest(f"JournalRecorder needs a fresh manager: the earlier calls of "
+                                 f"{manager!r} were not recorded and could not be replayed",
+                                 field="manager", value=manager)
         self._seq += 1
         header = JournalHeader(nameserver_id=self._nameserver_id, seq=self._seq,
                                start_ms=manager.clock.now_ms(), config=manager.config)
@@ -137,10 +128,14 @@ class JournalRecorder:
 
     # ------------------------------------------------------------------ recording
 
-    def _record(self, call: Call, args: dict[str, Any], *, cluster: str | None = None,
-                broker_name: str | None = None, broker_addr: str | None = None) -> CallResult:
-        """Apply ``call``; on success write its line. The caller holds the lock. Every line
-        is compact JSON with the fields in `RECORD_FIELDS` order."""
+    def _record(self, call: Call, args: dict[str, Any] | None = None, *,
+                cluster: str | None = None, broker_name: str | None = None,
+                broker_addr: str | None = None) -> CallResult:
+        """Apply ``call``; on success write its line, with ``args`` or else the call's own
+        (`encode_args`). The caller holds the lock. Every line is compact JSON with the
+        fields in `RECORD_FIELDS` order."""
+        if args is None:  # encoded first: a call JSON cannot carry is not applied
+            args = encode_args(call, self._channel_refs)
         ts = self._manager.clock.now_ms()
         result = call.apply(self._manager)
         self._seq += 1
@@ -209,29 +204,29 @@ class JournalRecorder:
     def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                    generation: int | None = None) -> bool:
         """`RouteInfoManager.unregister`, recorded as ``unregister``."""
-        call = Unregister(request=UnregisterRequest(
+        call = calls.Unregister(request=UnregisterRequest(
             cluster=cluster, broker_addr=broker_addr, broker_name=broker_name,
             broker_id=broker_id, generation=generation))
         with self._lock:
-            return bool(self._record(call, call.encode_args(), cluster=cluster,
-                                     broker_name=broker_name, broker_addr=broker_addr))
+            return bool(self._record(call, cluster=cluster, broker_name=broker_name,
+                                     broker_addr=broker_addr))
 
     def unregister_many(self, requests: Iterable[UnregisterRequest]) -> tuple[bool, ...]:
         """`RouteInfoManager.unregister_many`, one ``unregister_many`` line for the batch;
         its top-level columns are set only when every request shares the value."""
-        call = UnregisterMany(requests=tuple(requests))
+        call = calls.UnregisterMany(requests=tuple(requests))
         with self._lock:
-            result = self._record(call, call.encode_args(), cluster=call.common("cluster"),
-                                  broker_name=call.common("broker_name"),
-                                  broker_addr=call.common("broker_addr"))
+            result = self._record(call, cluster=common_value(call, "cluster"),
+                                  broker_name=common_value(call, "broker_name"),
+                                  broker_addr=common_value(call, "broker_addr"))
             assert isinstance(result, tuple)
             return result  # type: ignore[return-value]
 
     def heartbeat(self, *, cluster: str, broker_addr: str) -> bool:
         """`RouteInfoManager.heartbeat`, recorded as ``heartbeat``."""
-        call = Heartbeat(cluster=cluster, broker_addr=broker_addr)
+        call = calls.Heartbeat(cluster=cluster, broker_addr=broker_addr)
         with self._lock:
-            return bool(self._record(call, call.encode_args(), cluster=cluster,
+            return bool(self._record(call, cluster=cluster,
                                      broker_name=self._groups.get((cluster, broker_addr)),
                                      broker_addr=broker_addr))
 
@@ -242,15 +237,15 @@ class JournalRecorder:
         When the queried version is that of the last table written for the address (the
         lightweight heartbeat of acting-master mode), ``args`` is ``{"table_id": n}``
         instead of the version itself."""
-        call = QueryDataVersion(cluster=cluster, broker_addr=broker_addr,
+        call = calls.QueryDataVersion(cluster=cluster, broker_addr=broker_addr,
                                 data_version=data_version)
         with self._lock:
             name = self._groups.get((cluster, broker_addr))
             last = self._last_table.get((cluster, broker_addr))
             if last is not None and last[0] == name and last[1] == data_version:
-                args: dict[str, Any] = {"table_id": last[2]}
+                args: dict[str, Any] | None = {"table_id": last[2]}
             else:
-                args = call.encode_args()
+                args = None
             result = self._record(call, args, cluster=cluster, broker_name=name,
                                   broker_addr=broker_addr)
             assert isinstance(result, VersionAnswer)
@@ -260,47 +255,46 @@ class JournalRecorder:
         """`RouteInfoManager.scan_expired`, recorded as ``scan`` (every scan, even an empty
         one: its time decides what expires)."""
         with self._lock:
-            result = self._record(Scan(), {})
+            result = self._record(calls.Scan(), {})
             assert isinstance(result, tuple)
             self._forget(result)  # type: ignore[arg-type]
             return result  # type: ignore[return-value]
 
     def on_channel_closed(self, channel: Hashable | None) -> tuple[ExpiredBroker, ...]:
         """`RouteInfoManager.on_channel_closed`, recorded as ``channel_closed``."""
-        call = ChannelClosed(channel=channel)
+        call = calls.ChannelClosed(channel=channel)
         with self._lock:
-            result = self._record(call, call.encode_args(self._channel_refs))
+            result = self._record(call)
             assert isinstance(result, tuple)
             self._forget(result)  # type: ignore[arg-type]
             return result  # type: ignore[return-value]
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> bool:
         """`RouteInfoManager.delete_topic`, recorded as ``delete_topic``."""
-        call = DeleteTopic(topic=topic, cluster=cluster)
+        call = calls.DeleteTopic(topic=topic, cluster=cluster)
         with self._lock:
-            return bool(self._record(call, call.encode_args(), cluster=cluster))
+            return bool(self._record(call, cluster=cluster))
 
     def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> None:
         """`RouteInfoManager.register_topic`, recorded as ``register_topic``."""
-        call = RegisterTopic(topic=topic, queue_datas=tuple(queue_datas))
+        call = calls.RegisterTopic(topic=topic, queue_datas=tuple(queue_datas))
         with self._lock:
-            self._record(call, call.encode_args(), broker_name=call.common_broker_name())
+            self._record(call, broker_name=common_broker_name(call))
 
     def wipe_write_perm(self, broker_name: str) -> int:
         """`RouteInfoManager.wipe_write_perm`, recorded as ``wipe_write_perm``."""
-        call = WipeWritePerm(broker_name=broker_name)
-        with self._lock:
-            result = self._record(call, call.encode_args(), broker_name=broker_name)
-            assert isinstance(result, int)
-            return result
+        return self._record_perm(calls.WipeWritePerm(broker_name=broker_name))
 
     def add_write_perm(self, broker_name: str) -> int:
         """`RouteInfoManager.add_write_perm`, recorded as ``add_write_perm``."""
-        call = AddWritePerm(broker_name=broker_name)
+        return self._record_perm(calls.AddWritePerm(broker_name=broker_name))
+
+    def _record_perm(self, call: calls.WipeWritePerm | calls.AddWritePerm) -> int:
+        """Record a write-permission change of a group; the count of topics it touched."""
         with self._lock:
-            result = self._record(call, call.encode_args(), broker_name=broker_name)
-            assert isinstance(result, int)
-            return result
+            result = self._record(call, broker_name=call.broker_name)
+        assert isinstance(result, int)
+        return result
 
     def _forget(self, gone: tuple[ExpiredBroker, ...]) -> None:
         for e in gone:

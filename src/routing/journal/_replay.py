@@ -6,12 +6,12 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import attrs
 
+from .._calls import CallResult, Register
 from .._clock import ManualClock
-from .._errors import RoutingError
+from .._errors import InvalidType, RoutingError
 from .._frozen import FrozenMap
 from .._manager import RouteInfoManager
 from .._messages import RouteChange
-from ._calls import CallResult, Register
 from ._format import JournalEntry, JournalHeader, JournalRecord
 
 __all__ = ["ReplayError", "ReplayEvent", "Replayer", "replay"]
@@ -108,8 +108,8 @@ class Replayer:
 
     def apply(self, entry: JournalEntry) -> ReplayEvent:
         """Apply one entry and return what it did. Raises `ReplayError`."""
-        ns = entry.nameserver_id
         if isinstance(entry, JournalHeader):
+            ns = entry.nameserver_id
             clock = _ReplayClock(start_ms=entry.start_ms)
             self._clocks[ns] = clock
             self._managers[ns] = RouteInfoManager(clock=clock, config=entry.config,
@@ -117,7 +117,9 @@ class Replayer:
             return ReplayEvent(nameserver_id=ns, seq=entry.seq, at_ms=entry.start_ms,
                                op="header")
         if not isinstance(entry, JournalRecord):
-            raise TypeError(f"expected a JournalHeader or JournalRecord, got {entry!r:.80}")
+            raise InvalidType(f"entry must be a JournalHeader or JournalRecord, got "
+                              f"{entry!r:.80}", field="entry", value=entry)
+        ns = entry.nameserver_id
         manager = self._managers.get(ns)
         if manager is None:
             raise ReplayError("no header for this name server", nameserver_id=ns,

@@ -1,44 +1,91 @@
 """routing.pipeline — name-server journals turned into answers, on PySpark or in one process.
 
-`analyze` runs on a `SparkSession` (embedded ``local[*]`` by default, any cluster with
-``--master``, a Spark Connect server through `remote_session`) and returns the output
-tables as DataFrames; `analyze_local` computes the same tables in one Python process and
-is the reference the Spark path is tested against.
-``docs/pipeline.md`` describes every table. pyspark is imported only when a Spark function
-runs, so ``import routing.pipeline`` and `analyze_local` work without it.
+Two engines run the same stages — **read** the journals' lines, **replay** each name server
+(``_read_replay.py``: one loop for both), **sweep** each topic's answers, **write** the
+tables, **summarize** — and return the same rows (the differential tests compare them):
+
+* `analyze` runs on a `SparkSession` (embedded ``local[*,2]`` from `spark_session`, any
+  cluster, a Spark Connect server through `remote_session`) and returns an `Analysis`
+  (the tables as DataFrames: `Analysis.write`, `Analysis.summary_rows`);
+* `analyze_local` (and `analyze_local_to`, which writes Parquet) computes them in this
+  process: the reference.
+
+`TABLES` describes every table (``docs/pipeline.md`` too). `check_inputs` checks journal
+paths before any work starts; `summarize_rows`, `render_summary`, `summary_json`,
+`write_report` and `draw_timeline` turn either engine's rows into the summary, its JSON,
+the report page and its picture. Every error raised on purpose is a `routing.RoutingError`
+(`InputError`, `RejectedRecords`, `SparkUnavailable`, `routing.InvalidRequest`).
+
+Each name's docstring states its cost. pyspark is imported only when a Spark function runs
+(`analyze`, `Analysis` and `to_parquet` load their modules on first use), so
+``import routing.pipeline`` and `analyze_local` work without it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._connect import remote_session
+from ._connect import redacted, remote_session
+from ._errors import InputError, JournalNotFound, RejectedRecords, SparkUnavailable
+from ._files import InputCheck, check_inputs
+from ._incidents import DEFAULT_INCIDENT_GAP_MS
+from ._reference import analyze_local, analyze_local_to
+from ._report import write_report
 from ._schema import TABLES, Column, Table
-from ._session import SparkUnavailable, check_java, spark_session
-from .reference import RejectedRecords, analyze_local
+from ._session import check_java, default_master, is_connect, spark_session, stop_session
+from ._summary import Summary, plural, render_summary, summarize_rows, summary_json
+from ._timeline import draw_timeline
 
 if TYPE_CHECKING:
-    from ._spark import Analysis, analyze, to_parquet
+    from ._spark import analyze
+    from ._spark_lines import to_parquet
+    from ._spark_tables import Analysis
 
 __all__ = (
+    "DEFAULT_INCIDENT_GAP_MS",
     "TABLES",
     "Analysis",
     "Column",
+    "InputCheck",
+    "InputError",
+    "JournalNotFound",
     "RejectedRecords",
     "SparkUnavailable",
+    "Summary",
     "Table",
     "analyze",
     "analyze_local",
+    "analyze_local_to",
+    "check_inputs",
     "check_java",
+    "default_master",
+    "draw_timeline",
+    "is_connect",
+    "plural",
+    "redacted",
     "remote_session",
+    "render_summary",
     "spark_session",
+    "stop_session",
+    "summarize_rows",
+    "summary_json",
     "to_parquet",
+    "write_report",
 )
 
-
 def __getattr__(name: str) -> Any:
-    if name in ("Analysis", "analyze", "to_parquet"):
-        from . import _spark
+    """The Spark engine's names, loaded on first use (their modules import no pyspark at
+    the top either)."""
+    if name == "analyze":
+        from ._spark import analyze
 
-        return getattr(_spark, name)
+        return analyze
+    if name == "Analysis":
+        from ._spark_tables import Analysis
+
+        return Analysis
+    if name == "to_parquet":
+        from ._spark_lines import to_parquet
+
+        return to_parquet
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

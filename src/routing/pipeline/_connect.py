@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from .._errors import InvalidRequest
+from ._errors import SparkUnavailable
 from ._session import (
     ARROW_BATCH_BYTES,
-    SparkUnavailable,
     check_pyspark,
     is_connect,
     is_local_master,
@@ -94,7 +95,7 @@ def session_parallelism(spark: Any) -> int:
 
 def redacted(remote: str) -> str:
     """``remote`` as ``sc://HOST:PORT``, without its parameters (a token, a user id): what
-    messages and output may show."""
+    messages and output may show. O(len(remote))."""
     where = urlparse("http" + remote[2:]) if remote.startswith("sc://") else None
     if where is None or where.hostname is None:
         return "sc://…"
@@ -108,24 +109,25 @@ def redacted(remote: str) -> str:
 
 def _address(remote: str) -> tuple[str, int]:
     """(host, port) of a Spark Connect URL ``sc://HOST[:PORT][/;param=value...]``, parsed
-    as pyspark's channel builder does; `ValueError` naming ``remote`` (redacted) if it is
-    not one."""
+    as pyspark's channel builder does; `routing.InvalidRequest` (a `ValueError`) naming
+    ``remote`` (redacted, in the message and as its ``value``) if it is not one. O(len)."""
     shown = redacted(remote)
-    if not remote.startswith("sc://"):
-        raise ValueError(f"remote must be a Spark Connect URL sc://HOST[:PORT], got "
-                         f"{remote.split(';', 1)[0]!r}")
+    problem = None
     where = urlparse("http" + remote[2:])
-    if not where.hostname:
-        raise ValueError(f"remote {shown} names no host (sc://HOST[:PORT])")
-    if where.path not in ("", "/") or where.query or where.fragment:
-        raise ValueError(f"remote {shown}: only parameters may follow the host "
-                         f"(sc://HOST[:PORT]/;name=value)")
-    try:
-        port = where.port or DEFAULT_CONNECT_PORT
-    except ValueError:
-        raise ValueError(f"remote {shown}: the port is not a number from 0 to 65535") \
-            from None
-    return where.hostname, port
+    if not remote.startswith("sc://"):
+        problem = (f"remote must be a Spark Connect URL sc://HOST[:PORT], got "
+                   f"{remote.split(';', 1)[0]!r}")
+    elif not where.hostname:
+        problem = f"remote {shown} names no host (sc://HOST[:PORT])"
+    elif where.path not in ("", "/") or where.query or where.fragment:
+        problem = (f"remote {shown}: only parameters may follow the host "
+                   f"(sc://HOST[:PORT]/;name=value)")
+    else:
+        try:
+            return where.hostname, where.port or DEFAULT_CONNECT_PORT
+        except ValueError:
+            problem = f"remote {shown}: the port is not a number from 0 to 65535"
+    raise InvalidRequest(problem, field="remote", value=shown)
 
 
 def _check_listening(remote: str) -> None:
@@ -146,14 +148,17 @@ def remote_session(remote: str, *, ship_code: bool = True) -> SparkSession:
     Spark's connection string, parameters such as ``/;token=...`` included), set up for
     `analyze`: session time zone UTC, Arrow on, Arrow batches of at most
     `ARROW_BATCH_BYTES`, and (``ship_code``) this install's ``routing`` and ``attrs`` added
-    as a Python artifact of the session (`package_zip`). Raises `ValueError` for a URL that
-    is not Spark Connect's, and `SparkUnavailable` when pyspark or its ``connect`` extra is
-    missing, nothing listens there, a classic session runs in this process, or the server
-    refuses; a session opened before the failure is stopped. Messages never show the
-    URL's parameters (`redacted`). The session is pyspark's ``getOrCreate``'s: a process
-    holds one, and never beside a classic session (pyspark then switches
-    ``pyspark.sql.functions`` to Connect's columns for the whole process, which breaks the
-    classic session: seen in this project's tests)."""
+    as a Python artifact of the session (`package_zip`). Raises `routing.InvalidRequest` (a
+    `ValueError`) for a URL that is not Spark Connect's, and `SparkUnavailable` when
+    pyspark or its ``connect`` extra is missing, nothing listens there, a classic session
+    runs in this process, or the server refuses; a session opened before the failure is
+    stopped. Messages never show the URL's parameters (`redacted`). The session is
+    pyspark's ``getOrCreate``'s: a process holds one, and never beside a classic session
+    (pyspark then switches ``pyspark.sql.functions`` to Connect's columns for the whole
+    process, which breaks the classic session: seen in this project's tests).
+
+    Cost: a TCP connection test (at most `CONNECT_TIMEOUT_S`), the session's handshake and,
+    with ``ship_code``, zipping and uploading this install's code (about a second)."""
     check_pyspark()
     _address(remote)
     try:

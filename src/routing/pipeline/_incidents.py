@@ -19,16 +19,16 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from typing import Any
 
-__all__ = ["DEFAULT_GAP_MS", "classify", "find_incidents", "merge_windows", "union",
+from ._schema import Row
+
+__all__ = ["DEFAULT_INCIDENT_GAP_MS", "classify", "find_incidents", "merge_windows", "union",
            "wall_time"]
 
-Row = dict[str, Any]
 
 #: Windows closer than this are one incident: one name-server scan interval (5 s), the time
-#: within which the name servers normally catch up with each other.
-DEFAULT_GAP_MS = 5_000
+#: within which the name servers normally catch up with each other. A constant (ms).
+DEFAULT_INCIDENT_GAP_MS = 5_000
 
 
 def union(intervals: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -140,7 +140,7 @@ def classify(events: Sequence[tuple[int, str, str, str, str]],
 
 
 def find_incidents(disagreement: Sequence[Row], sessions: Sequence[Row] = (), *,
-                   servers: Sequence[str] = (), gap_ms: int = DEFAULT_GAP_MS) -> list[Row]:
+                   servers: Sequence[str] = (), gap_ms: int = DEFAULT_INCIDENT_GAP_MS) -> list[Row]:
     """The incidents of a run, in time order.
 
     ``disagreement`` rows need ``topic, start_ms, end_ms, out_of_step, open_at_end``;

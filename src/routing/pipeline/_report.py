@@ -9,7 +9,7 @@ time. Zoom and pan with the mouse (the panels share the time axis); double-click
 Right, the incidents (each links to its place on the timelines), the lowest availability
 over each topic's life, expiries per broker and rejected lines by reason and file.
 
-Built from output rows only (``collect_rows`` for Spark), so both engines share it.
+Built from output rows only (``Analysis.summary_rows`` for Spark), so both engines share it.
 
 **Size and level of detail.** The page holds plotly.js once (about 4.7 MB) and a few dozen
 bytes per drawn session. At most `MAX_BARS` sessions are drawn: above that, sessions of
@@ -32,14 +32,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._lifetime import rank_availability
+from ._availability import rank_availability
+from ._schema import Row
 from ._summary import Summary, format_ms, format_time, plural
 from ._timeline import broker_rows
 
 __all__ = ["DISAGREE_COLOUR", "LIVE_COLOUR", "MAX_BARS", "REASON_COLOURS", "TABLE_ROWS",
            "level_of_detail", "write_report"]
 
-Row = dict[str, Any]
 
 #: How each session ended (the tick at its end).
 REASON_COLOURS: Mapping[str, str] = {
@@ -211,9 +211,10 @@ def write_report(tables: Mapping[str, Sequence[Row]], summary: Summary, path: Pa
                  title: str = "routing: name-server journals") -> Path:
     """Write the report page to ``path`` (see the module's doc); returns ``path``.
 
-    ``tables`` are output rows (`analyze_local`'s, or `collect_rows`'s): ``name_servers``,
-    ``sessions``, ``expiries`` and ``disagreement`` are used (availability and rejected
-    lines come from ``summary``)."""
+    ``tables`` are output rows (`analyze_local`'s, or `Analysis.summary_rows`'s):
+    ``name_servers``, ``sessions``, ``expiries`` and ``disagreement`` are used (availability
+    and rejected lines come from ``summary``). Cost: O(sessions + incidents), at most
+    `MAX_BARS` bars drawn: 0.3–1.2 s and a page of about 5 MB for the demo."""
     import plotly
     import plotly.io as pio
 

@@ -15,7 +15,9 @@ from `spark_session`, which makes the settings the notes measured as necessary:
   (`_class_archive`; about 3 s less per run, written by the first run).
 
 `check_java` runs before the JVM is launched, so a missing or old Java gives one clear
-sentence instead of a py4j stack trace. Nothing here is imported by the core; pyspark is
+sentence instead of a py4j stack trace. `in_background` runs a Spark action in a thread of
+its own and in a scheduler pool of its own (the topic sweep's job, under the FAIR
+scheduling set here). Nothing here is imported by the core; pyspark is
 imported only inside the functions.
 """
 
@@ -28,12 +30,15 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ._class_archive import class_archive_options
+from ._errors import SparkUnavailable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,6 +51,7 @@ __all__ = [
     "check_java",
     "check_pyspark",
     "default_master",
+    "in_background",
     "is_connect",
     "is_local_master",
     "java_options",
@@ -92,10 +98,6 @@ logger.hadoop.level = error
 """
 
 
-class SparkUnavailable(RuntimeError):
-    """Java 17+ or pyspark is missing; the message says what to install."""
-
-
 @attrs.frozen(kw_only=True)
 class JavaInfo:
     """The ``java`` that Spark will launch: its path, major version and banner line."""
@@ -117,6 +119,7 @@ def _java_executable() -> str | None:
 def check_java(minimum: int = MIN_JAVA) -> JavaInfo:
     """Find the ``java`` Spark will use (``$JAVA_HOME/bin/java``, else PATH) and check that
     it is at least ``minimum``; raise `SparkUnavailable` with an install hint otherwise.
+    Cost: one ``java -version`` subprocess (a few tenths of a second).
 
     >>> check_java().major >= 17  # doctest: +SKIP
     True
@@ -166,7 +169,7 @@ DEFAULT_MASTER = "local[*,2]"
 
 def default_master() -> str:
     """``$SPARK_MASTER`` if set, else `DEFAULT_MASTER` (the embedded Spark, ``local[*,2]``:
-    a failed task is retried once)."""
+    a failed task is retried once). O(1): an environment read."""
     return os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
 
 
@@ -292,6 +295,9 @@ def spark_session(master: str | None = None, *, app_name: str = "routing-analyze
     `remote_session`, or unset it). If a session is already running in this process,
     `getOrCreate` returns it and these settings are not re-applied to the JVM (runtime SQL
     settings still are).
+
+    Cost: `check_java` and, the first time in a process, the JVM's start: about 3 s with
+    the class archive, 5 s without (``docs/pipeline.md``, "Running"); then O(1).
     """
     check_pyspark()
     if "SPARK_REMOTE" in os.environ:
@@ -370,7 +376,7 @@ def stop_session(spark: Any) -> None:
     every second, its loop every 0.5 s: 0.9 s measured, about a tenth of a 1 M-record
     ``routing analyze``), so that shutdown runs in a daemon thread, which a process about
     to exit does not wait for and a long-lived one sees end. Any other session (Spark
-    Connect) is just stopped."""
+    Connect) is just stopped. Cost: the JVM's own stop (tenths of a second)."""
     context = None if is_connect(spark) else getattr(spark, "sparkContext", None)
     server = getattr(context, "_accumulatorServer", None)
     if server is not None:
@@ -381,3 +387,24 @@ def stop_session(spark: Any) -> None:
         if server is not None:
             threading.Thread(target=server.shutdown, name="routing-accumulator-stop",
                              daemon=True).start()
+
+
+def in_background(job: Callable[[], Any], context: Any, pool: str) -> Future[Any]:
+    """``job()`` run in a daemon thread (a Spark action: the session runs jobs from
+    several threads at once), its jobs in scheduler ``pool`` (a thread's own property:
+    PySpark pins each Python thread to a JVM thread; no ``context``, as on Spark Connect:
+    the default pool); its result or error in the future. O(1) here; the job's own cost
+    runs in the thread."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                if context is not None:
+                    context.setLocalProperty("spark.scheduler.pool", pool)
+                future.set_result(job())
+            except BaseException as exc:  # handed to whoever waits
+                future.set_exception(exc)
+
+    threading.Thread(target=run, name="routing-sweep", daemon=True).start()
+    return future

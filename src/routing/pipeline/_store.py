@@ -8,23 +8,26 @@ route changes at 10 M records have about 3 000 distinct ones). `TableStore` keep
 a tuple in column order, with its repeated values (name servers, brokers, topics,
 reasons, route JSON, digests, group lists) interned: one object per distinct value.
 `TableStore.write` sorts each table by its key (exactly `sort_rows`'s order) and writes it
-as Parquet a batch of rows at a time, releasing each table once written.
+as Parquet a batch of rows at a time, releasing each table once written: `write_parquet`,
+the pipeline's one Parquet writer in this process (`write_local_tables` writes dict rows
+through it; Spark's tables are written by Spark).
 """
 
 from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from ._schema import TABLES, Table, _sort_value
+from ._schema import SUMMARY_COLUMNS, TABLES, Row, Table, reason_key, sort_value
 
-__all__ = ["BATCH_BYTES", "BATCH_ROWS", "TableStore", "sort_tuples"]
+__all__ = ["BATCH_BYTES", "BATCH_ROWS", "TableStore", "sort_tuples", "write_local_tables",
+           "write_parquet"]
 
-Row = dict[str, Any]
+#: A row kept compact: its values in column order (lists stored as tuples).
 Values = tuple[Any, ...]
 
 #: Bytes of text per Parquet row group (one Arrow batch built at a time) in
@@ -41,7 +44,7 @@ def _full_key(table: Table) -> Callable[[Values], tuple[Any, ...]]:
     """`sort_rows`'s key (the table's key, then every other column) on a tuple row."""
     names = table.names
     order = [names.index(n) for n in (*table.key, *(n for n in names if n not in table.key))]
-    return lambda r: tuple(_sort_value(r[i]) for i in order)
+    return lambda r: tuple(sort_value(r[i]) for i in order)
 
 
 def sort_tuples(table: Table, rows: list[Values]) -> None:
@@ -58,7 +61,7 @@ def sort_tuples(table: Table, rows: list[Values]) -> None:
         rows.sort(key=plain)
     except TypeError:  # a None among the key values
         def key(r: Values) -> tuple[tuple[int, Any], ...]:
-            return tuple(_sort_value(r[i]) for i in where)
+            return tuple(sort_value(r[i]) for i in where)
         rows.sort(key=key)
     full = _full_key(table)
     start = 0
@@ -135,25 +138,25 @@ class TableStore:
             self.rows[name] = []
         return out
 
-    def write(self, out_dir: Path, collected: Mapping[str, tuple[str, ...] | None]
+    def write(self, out_dir: Path,
+              collected: Mapping[str, tuple[str, ...] | None] = SUMMARY_COLUMNS
               ) -> dict[str, list[Row]]:
         """Write every table as ``out_dir/<table>/part-00000.parquet`` (the layout of
         `write_local_tables`), sorted, `BATCH_ROWS` rows at a time; return the rows the
         summary and the report use: for each table of ``collected``, its rows with those
         columns (None: all), and ``rejected_groups`` (rejected lines counted by file and
-        reason, as `_summary.collect_rows` returns them). Empties the store."""
-        from ._summary import _reason_key
-
+        reason, as `Analysis.summary_rows` returns them). Empties the store. O(rows log
+        rows) for the sorts, O(rows) to write."""
         out: dict[str, list[Row]] = {}
         for name, table in TABLES.items():
             rows = self.rows[name]
             sort_tuples(table, rows)
-            _write_parquet(table, rows, out_dir / name)
+            write_parquet(table, rows, out_dir / name)
             if name in collected:
                 out[name] = self._dicts(name, rows, collected[name])
             if name == "rejected":
                 source, reason = table.names.index("source"), table.names.index("reason")
-                counted = Counter((r[source], _reason_key(r[reason])) for r in rows)
+                counted = Counter((r[source], reason_key(r[reason])) for r in rows)
                 out["rejected_groups"] = [{"source": f, "reason": k, "lines": n}
                                           for (f, k), n in counted.items()]
             self.rows[name] = []
@@ -161,7 +164,21 @@ class TableStore:
         return out
 
 
-def _write_parquet(table: Table, rows: list[Values], target: Path) -> None:
+def write_local_tables(tables: Mapping[str, list[Row]], out_dir: Path) -> None:
+    """Write dict rows (`analyze_local`'s tables, already sorted) as Parquet, the layout
+    Spark writes (``out_dir/<table>/part-00000.parquet``), through `write_parquet`.
+    O(rows)."""
+    for name, rows in tables.items():
+        names = TABLES[name].names
+        write_parquet(TABLES[name], [tuple(row.get(c) for c in names) for row in rows],
+                      out_dir / name)
+
+
+def write_parquet(table: Table, rows: Sequence[Values], target: Path) -> None:
+    """Write tuple rows of ``table`` (values in column order; lists or tuples for
+    ``array<string>``) into ``target/part-00000.parquet``, replacing ``target``, one row
+    group of `_batch_rows` rows at a time: the writer's buffers grow with a batch, not with
+    the table. O(rows)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -178,7 +195,7 @@ def _write_parquet(table: Table, rows: list[Values], target: Path) -> None:
             writer.write_batch(pa.record_batch(arrays, schema=schema))
 
 
-def _batch_rows(rows: list[Values]) -> int:
+def _batch_rows(rows: Sequence[Values]) -> int:
     """Rows per batch: `BATCH_BYTES` over the text width of the first rows, within
     `BATCH_ROWS`."""
     low, high = BATCH_ROWS

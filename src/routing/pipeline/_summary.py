@@ -1,13 +1,14 @@
 """The printed summary: a few numbers per table, the same from Spark or from the reference.
 
-`summarize_rows` builds a `Summary` from output rows; `collect_rows` fetches from a Spark
-`Analysis` the rows the summary and the report use (the tables with one row per session,
-window, expiry, route change or name server; ``rejected`` only counted by reason and file;
-nothing with one row per journal line), so both engines share one implementation.
-Incidents (``_incidents.py``) are computed from those rows; availability over a topic's
-life is the ``availability`` table itself (``_lifetime.py``, computed by the sweep).
-`render` prints the summary with rich (imported only there); `summary_json` is every
-number it prints, for ``--summary-json``.
+`summarize_rows` builds a `Summary` from the rows the summary and the report use (the
+tables with one row per session, window, expiry, route change or name server; ``rejected``
+only counted by reason and file; nothing with one row per journal line: ``_schema``'s
+`SUMMARY_COLUMNS`), which both engines return (`analyze_local_to`,
+`Analysis.summary_rows`), so they share one implementation. Incidents (``_incidents.py``)
+are computed from those rows; availability over a topic's life is the ``availability``
+table itself (``_availability.py``, computed by the sweep). `render_summary` prints the
+summary with rich (imported only there); `summary_json` is every number it prints, for
+``--summary-json``.
 """
 
 from __future__ import annotations
@@ -20,19 +21,20 @@ from typing import Any
 
 import attrs
 
-from ._incidents import DEFAULT_GAP_MS, find_incidents, wall_time
-from ._lifetime import rank_availability
+from ._availability import rank_availability
+from ._incidents import DEFAULT_INCIDENT_GAP_MS, find_incidents, wall_time
+from ._schema import Row, reason_key
 
-__all__ = ["Summary", "collect_rows", "format_ms", "format_time", "plural", "render",
+__all__ = ["Summary", "format_ms", "format_time", "plural", "render_summary",
            "summarize_analysis", "summarize_rows", "summary_json"]
 
-Row = dict[str, Any]
 _TOP = 10
 
 
 @attrs.frozen(kw_only=True)
 class Summary:
-    """What `render` prints. Times in ms."""
+    """What `render_summary` prints, built by `summarize_rows`. Times in ms. A frozen
+    value: O(1) to read; `worst_incidents` sorts the incidents, O(n log n)."""
 
     name_servers: tuple[Row, ...]
     sessions_by_reason: Mapping[str, int]
@@ -71,7 +73,7 @@ class Summary:
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 name server``, ``2 name servers``, ``1,024 entries`` (with ``many``).
+    """``1 name server``, ``2 name servers``, ``1,024 entries`` (with ``many``). O(1).
 
     >>> plural(1, "name server"), plural(3, "name server"), plural(0, "entry", "entries")
     ('1 name server', '3 name servers', '0 entries')
@@ -79,25 +81,22 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
-def _reason_key(reason: str) -> str:
-    """Group rejection reasons by their first clause (numbers and names vary)."""
-    return reason.split(":")[0][:80]
-
-
 def summarize_rows(tables: Mapping[str, Sequence[Row]], *,
-                   gap_ms: int = DEFAULT_GAP_MS) -> Summary:
-    """A `Summary` of output rows (`analyze_local`'s tables, or `collect_rows`'s).
+                   gap_ms: int = DEFAULT_INCIDENT_GAP_MS) -> Summary:
+    """A `Summary` of output rows (`analyze_local`'s tables, or the summary rows of
+    `analyze_local_to` and `Analysis.summary_rows`).
 
     ``rejected`` may be replaced by ``rejected_groups`` (``source, reason, lines``: the
-    rejected lines counted by file and `_reason_key`); ``gap_ms`` merges disagreement
-    windows into incidents (``_incidents.py``)."""
+    rejected lines counted by file and `reason_key`); ``gap_ms`` merges disagreement
+    windows into incidents (``_incidents.py``). O(n log n) in those rows (one per session,
+    expiry, window and route change; none per journal line): 0.02–0.13 s for the demo."""
     dis = tables["disagreement"]
     servers = tables["name_servers"]
     w0 = max((r["first_ms"] for r in servers), default=0)
     w1 = min((r["last_ms"] for r in servers), default=0)
     groups = tables.get("rejected_groups")
     if groups is None:
-        counted = Counter((r["source"], _reason_key(r["reason"])) for r in tables["rejected"])
+        counted = Counter((r["source"], reason_key(r["reason"])) for r in tables["rejected"])
         groups = [{"source": f, "reason": k, "lines": n} for (f, k), n in counted.items()]
     by_reason: Counter[str] = Counter()
     for g in groups:
@@ -152,42 +151,10 @@ def _routes_at(rows: Iterable[Row]) -> tuple[Row, ...]:
     return tuple(out)
 
 
-#: What `collect_rows` takes of each table (route_json is left out: it is large).
-_COLLECTED: dict[str, tuple[str, ...] | None] = {
-    "name_servers": None, "sessions": None, "expiries": None, "disagreement": None,
-    "availability": None,
-    "route_changes": ("ns", "topic", "at_ms", "seq", "present", "groups",
-                      "writable_queue_count"),
-    "routes_at": ("at_ms", "topic", "ns", "present", "groups", "writable_queue_count",
-                  "digest"),
-}
-
-
-def collect_rows(analysis: Any) -> dict[str, list[Row]]:
-    """The rows of a Spark `Analysis` that `summarize_rows` and the report use: one row
-    per name server, session, expiry, disagreement window, route change (without its JSON),
-    (topic, name server) availability and route at an ``--at`` time; rejected lines
-    counted by file and reason (``rejected_groups``). Their number grows with what
-    happened, not with the number of journal lines (heartbeats add none)."""
-    from pyspark.sql import functions as F
-
-    from ._spark import plain_rows
-
-    t = analysis.tables
-    out: dict[str, list[Row]] = {}
-    for name, columns in _COLLECTED.items():
-        out[name] = plain_rows(t[name] if columns is None else t[name].select(*columns))
-    reason = F.substring(F.split(F.col("reason"), ":").getItem(0), 1, 80)
-    out["rejected_groups"] = [
-        {"source": r["source"], "reason": r["reason"], "lines": int(r["lines"])}
-        for r in t["rejected"].groupBy("source", reason.alias("reason"))
-        .agg(F.count("*").alias("lines")).collect()]
-    return out
-
-
-def summarize_analysis(analysis: Any, *, gap_ms: int = DEFAULT_GAP_MS) -> Summary:
-    """A `Summary` of a Spark `Analysis` (equal to `summarize_rows` of its rows)."""
-    return summarize_rows(collect_rows(analysis), gap_ms=gap_ms)
+def summarize_analysis(analysis: Any, *, gap_ms: int = DEFAULT_INCIDENT_GAP_MS) -> Summary:
+    """A `Summary` of a Spark `Analysis`: `summarize_rows` of `Analysis.summary_rows`
+    (which fetches O(sessions + windows + route changes) rows)."""
+    return summarize_rows(analysis.summary_rows(), gap_ms=gap_ms)
 
 
 # --------------------------------------------------------------------------- formatting
@@ -239,8 +206,9 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def summary_json(summary: Summary) -> dict[str, Any]:
-    """Every number `render` prints (and the incidents in full), as plain JSON values.
-    Times and durations are ms; shares are fractions of 1."""
+    """Every number `render_summary` prints (and the incidents in full), as plain JSON
+    values. Times and durations are ms; shares are fractions of 1. O(rows of the
+    summary)."""
     span = [(r["first_ms"], r["last_ms"]) for r in summary.name_servers]
     return {
         "name_servers": [dict(r) for r in summary.name_servers],
@@ -283,10 +251,12 @@ def _brokers(names: Sequence[str], shown: int = 2) -> str:
     return "; ".join(names[:shown]) + (f" +{more} more" if more > 0 else "") or "-"
 
 
-def render(summary: Summary, console: Any = None, *, title: str = "routing analyze") -> None:
+def render_summary(summary: Summary, console: Any = None, *,
+                   title: str = "routing analyze") -> None:
     """Print the summary as rich tables on ``console`` (a new one by default). Cells fold
     instead of being cut: names are never shortened; when the console is not a terminal,
-    give it a width wide enough for the longest row (the CLI does)."""
+    give it a width wide enough for the longest row (the CLI does). O(rows shown): at
+    most ten a table (all the name servers)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text

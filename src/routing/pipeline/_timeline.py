@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ._incidents import union
+from ._schema import Row
 from ._summary import format_time
 
 __all__ = ["MAX_BROKER_ROWS", "REASON_COLOURS", "broker_rows", "draw_timeline"]
 
-Row = dict[str, Any]
 
 #: End-reason colours (the bar itself is green while the broker is live).
 REASON_COLOURS: Mapping[str, str] = {
@@ -70,7 +70,8 @@ def _counts(intervals: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]
 def draw_timeline(sessions: Sequence[Row], disagreement: Sequence[Row],
                   name_servers: Sequence[Row], path: Path, *,
                   title: str = "Broker liveness per name server") -> Path:
-    """Draw the timeline PNG to ``path``; returns ``path``."""
+    """Draw the timeline PNG to ``path``; returns ``path``. Cost: O(sessions + windows)
+    with matplotlib, seconds (4–9 s for the demo's 60 brokers, ``docs/pipeline.md``)."""
     import matplotlib
 
     matplotlib.use("Agg")

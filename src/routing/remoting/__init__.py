@@ -1,10 +1,20 @@
-"""RocketMQ's remoting protocol for `routing`: codec, body codecs, processor, asyncio host.
+"""RocketMQ's remoting protocol for `routing`: codec, body codecs, processor, asyncio hosts.
+
+Four parts, each a folder of private modules behind this one face:
+
+* **wire** (``wire/``): `RemotingCommand`, `FrameDecoder`, `encode`/`decode`, the codes
+  and the JSON bodies, sans-I/O; errors `ProtocolError` (`RemoteProtocolError` for the
+  peer's bytes, `LocalProtocolError` for this side's commands);
+* **processor** (``processor/``): `NameServerProcessor` maps each request onto the manager
+  and answers an `Outcome`, no I/O; with its state `KVStore` and `NamesrvConfig`;
+* **name-server host** (``nameserver/``): `NameServerHost` and `serve`/`run_server`
+  (``routing serve``) run the processor over asyncio;
+* **broker host** (``broker/``): `BrokerHost` and `serve_broker`/`run_broker`
+  (``routing broker``) drive a `routing.heartbeat` ``BrokerHeartbeat`` over TCP.
 
 The codec and the processor are sans-I/O: feed bytes to a `FrameDecoder`, hand each
 `RemotingCommand` to `NameServerProcessor.process` with a channel handle, and write
-``encode(outcome.response)`` back. `serve`/`run_server` (``routing serve``) do exactly that
-with asyncio. The broker side is `BrokerHost` (``routing broker``): a `routing.heartbeat`
-``BrokerHeartbeat`` driven over TCP. See ``docs/remoting.md`` and ``docs/heartbeat.md``.
+``encode(outcome.response)`` back. See ``docs/remoting.md`` and ``docs/heartbeat.md``.
 
 >>> import routing as r
 >>> from routing import remoting as rm
@@ -18,7 +28,23 @@ with asyncio. The broker side is `BrokerHost` (``routing broker``): a `routing.h
 ('TOPIC_NOT_EXIST', 1)
 """
 
-from ._bodies import (
+from .broker._host import BrokerHost
+from .broker._serve import run_broker, serve_broker
+from .nameserver._connection import Channel
+from .nameserver._host import NameServerHost
+from .nameserver._serve import run_server, serve
+from .nameserver._shadow import SHADOW_REMARK, ShadowProcessor
+from .processor._kv import KVConfigError, KVStore
+from .processor._namesrv_config import (
+    ConfigError,
+    NamesrvConfig,
+    help_text,
+    load_properties_file,
+    parse_properties,
+)
+from .processor._processor import NameServerProcessor
+from .processor._request import Notification, Outcome
+from .wire._bodies import (
     RegisterBrokerBody,
     body_crc32,
     decode_broker_member_group,
@@ -37,18 +63,16 @@ from ._bodies import (
     encode_topic_list,
     loads,
 )
-from ._broker_host import BrokerHost
-from ._broker_run import run_broker, serve_broker
-from ._codec import (
+from .wire._codec import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
-    FrameDecoder,
+    LocalProtocolError,
     ProtocolError,
+    RemoteProtocolError,
     RemotingCommand,
-    decode,
     encode,
 )
-from ._codes import (
+from .wire._codes import (
     CURRENT_VERSION,
     MAX_FRAME_BYTES,
     NAMESPACE_ORDER_TOPIC_CONFIG,
@@ -62,63 +86,26 @@ from ._codes import (
     ResponseCode,
     SerializeType,
 )
-from ._config import ConfigError, NamesrvConfig, load_properties_file, parse_properties
-from ._kv import KVConfigError, KVStore
-from ._processor import NameServerProcessor, Notification, Outcome
-from ._run import run_server, serve
-from ._server import Channel, NameServerHost
+from .wire._frame_decoder import FrameDecoder, decode
 
 __all__ = [
-    "CURRENT_VERSION",
-    "FLAG_ONEWAY",
-    "FLAG_RESPONSE",
-    "MAX_FRAME_BYTES",
-    "NAMESPACE_ORDER_TOPIC_CONFIG",
-    "V3_0_11",
-    "V4_9_4",
-    "V5_0_0",
-    "ZONE_MODE",
-    "ZONE_NAME",
-    "BrokerHost",
-    "Channel",
-    "ConfigError",
-    "FrameDecoder",
-    "KVConfigError",
-    "KVStore",
-    "LanguageCode",
-    "NameServerHost",
-    "NameServerProcessor",
-    "NamesrvConfig",
-    "Notification",
-    "Outcome",
-    "ProtocolError",
-    "RegisterBrokerBody",
-    "RemotingCommand",
-    "RequestCode",
-    "ResponseCode",
-    "SerializeType",
-    "body_crc32",
-    "decode",
-    "decode_broker_member_group",
-    "decode_cluster_info",
-    "decode_data_version",
-    "decode_kv_table",
-    "decode_route",
-    "decode_topic_list",
-    "dumps_legacy",
-    "dumps_standard",
-    "encode",
-    "encode_broker_member_group",
-    "encode_cluster_info",
-    "encode_data_version",
-    "encode_kv_table",
-    "encode_route",
-    "encode_topic_list",
-    "load_properties_file",
-    "loads",
-    "parse_properties",
-    "run_broker",
-    "run_server",
-    "serve",
-    "serve_broker",
+    # wire: frames and codes
+    "FLAG_ONEWAY", "FLAG_RESPONSE", "FrameDecoder", "RemotingCommand", "decode", "encode",
+    "LocalProtocolError", "ProtocolError", "RemoteProtocolError",
+    "CURRENT_VERSION", "MAX_FRAME_BYTES", "NAMESPACE_ORDER_TOPIC_CONFIG", "V3_0_11",
+    "V4_9_4", "V5_0_0", "ZONE_MODE", "ZONE_NAME", "LanguageCode", "RequestCode",
+    "ResponseCode", "SerializeType",
+    # wire: bodies
+    "RegisterBrokerBody", "body_crc32", "dumps_legacy", "dumps_standard", "loads",
+    "decode_broker_member_group", "decode_cluster_info", "decode_data_version",
+    "decode_kv_table", "decode_route", "decode_topic_list",
+    "encode_broker_member_group", "encode_cluster_info", "encode_data_version",
+    "encode_kv_table", "encode_route", "encode_topic_list",
+    # processor and its state
+    "NameServerProcessor", "Notification", "Outcome", "KVConfigError", "KVStore",
+    "ConfigError", "NamesrvConfig", "help_text", "load_properties_file", "parse_properties",
+    # name-server host
+    "Channel", "NameServerHost", "run_server", "serve", "SHADOW_REMARK", "ShadowProcessor",
+    # broker host
+    "BrokerHost", "run_broker", "serve_broker",
 ]

@@ -16,8 +16,9 @@ from typing import ClassVar, Literal, TypeAlias
 
 import attrs
 
+from .._errors import InvalidRequest
 from .._messages import RoutingConfig
-from .._validate import attrs_check, check_int
+from .._validate import fail, non_negative, positive, valid_int
 
 __all__ = [
     "FAULT_KINDS",
@@ -39,8 +40,6 @@ def _to_ints(value: Sequence[int]) -> tuple[int, ...]:
     return tuple(value)
 
 
-_ms = attrs_check(check_int, low=0)
-_positive = attrs_check(check_int, low=1)
 
 #: ``halt``: the machine vanishes (no FIN, no unregister: expiry only). ``kill``: the process
 #: dies and its connections close (the name servers see a channel close). ``clean``: a
@@ -54,9 +53,9 @@ class Crash:
     same id, its persisted data version) after ``restart_after_ms``, or never (None)."""
 
     kind: ClassVar[str] = "crash"
-    at_ms: int = attrs.field(validator=_ms)
-    group: int = attrs.field(validator=_ms)
-    broker_id: int = attrs.field(default=0, validator=_ms)
+    at_ms: int = attrs.field(validator=non_negative)
+    group: int = attrs.field(validator=non_negative)
+    broker_id: int = attrs.field(default=0, validator=non_negative)
     mode: CrashMode = "halt"
     restart_after_ms: int | None = None
 
@@ -67,11 +66,11 @@ class Partition:
     both ways, for ``duration_ms``. Connections stay open (no channel event)."""
 
     kind: ClassVar[str] = "partition"
-    at_ms: int = attrs.field(validator=_ms)
-    group: int = attrs.field(validator=_ms)
+    at_ms: int = attrs.field(validator=non_negative)
+    group: int = attrs.field(validator=non_negative)
     nameservers: tuple[int, ...] = attrs.field(converter=_to_ints)
-    duration_ms: int = attrs.field(validator=_positive)
-    broker_id: int = attrs.field(default=0, validator=_ms)
+    duration_ms: int = attrs.field(validator=positive)
+    broker_id: int = attrs.field(default=0, validator=non_negative)
 
 
 @attrs.frozen(kw_only=True)
@@ -81,9 +80,9 @@ class NameServerRestart:
     (``RoutingConfig.wait_for_service_ms``, D10)."""
 
     kind: ClassVar[str] = "ns_restart"
-    at_ms: int = attrs.field(validator=_ms)
-    nameserver: int = attrs.field(validator=_ms)
-    down_ms: int = attrs.field(validator=_positive)
+    at_ms: int = attrs.field(validator=non_negative)
+    nameserver: int = attrs.field(validator=non_negative)
+    down_ms: int = attrs.field(validator=positive)
 
 
 @attrs.frozen(kw_only=True)
@@ -94,9 +93,9 @@ class Failover:
     promoted slave's old id, after ``restart_old_after_ms`` (None: never)."""
 
     kind: ClassVar[str] = "failover"
-    at_ms: int = attrs.field(validator=_ms)
-    group: int = attrs.field(validator=_ms)
-    promote_after_ms: int = attrs.field(default=20_000, validator=_ms)
+    at_ms: int = attrs.field(validator=non_negative)
+    group: int = attrs.field(validator=non_negative)
+    promote_after_ms: int = attrs.field(default=20_000, validator=non_negative)
     restart_old_after_ms: int | None = None
 
 
@@ -106,8 +105,8 @@ class TopicCreate:
     once (Java ``registerIncrementBrokerData``, here a full registration)."""
 
     kind: ClassVar[str] = "topic_create"
-    at_ms: int = attrs.field(validator=_ms)
-    group: int = attrs.field(validator=_ms)
+    at_ms: int = attrs.field(validator=non_negative)
+    group: int = attrs.field(validator=non_negative)
     topic: str | None = None  # None: the next "New-NNNN" name
 
 
@@ -118,10 +117,10 @@ class TopicDelete:
     (``delete_topic(topic, cluster)``). ``topic=None`` picks one of the group's topics."""
 
     kind: ClassVar[str] = "topic_delete"
-    at_ms: int = attrs.field(validator=_ms)
-    group: int = attrs.field(validator=_ms)
+    at_ms: int = attrs.field(validator=non_negative)
+    group: int = attrs.field(validator=non_negative)
     topic: str | None = None
-    admin_delay_ms: int = attrs.field(default=1_000, validator=_ms)
+    admin_delay_ms: int = attrs.field(default=1_000, validator=non_negative)
 
 
 @attrs.frozen(kw_only=True)
@@ -130,12 +129,12 @@ class DegradedLink:
     with probability ``loss_rate`` and delayed by ``extra_latency_ms`` more."""
 
     kind: ClassVar[str] = "degraded"
-    at_ms: int = attrs.field(validator=_ms)
-    group: int = attrs.field(validator=_ms)
-    duration_ms: int = attrs.field(validator=_positive)
+    at_ms: int = attrs.field(validator=non_negative)
+    group: int = attrs.field(validator=non_negative)
+    duration_ms: int = attrs.field(validator=positive)
     loss_rate: float = 0.5
-    extra_latency_ms: int = attrs.field(default=500, validator=_ms)
-    broker_id: int = attrs.field(default=0, validator=_ms)
+    extra_latency_ms: int = attrs.field(default=500, validator=non_negative)
+    broker_id: int = attrs.field(default=0, validator=non_negative)
 
 
 Fault: TypeAlias = (
@@ -185,25 +184,25 @@ class SimConfig:
     ``routing=RoutingConfig(support_acting_master=True, ...)`` for the route rewrite.
     """
 
-    groups: int = attrs.field(default=20, validator=_positive)
-    slaves: int = attrs.field(default=1, validator=_ms)
-    nameservers: int = attrs.field(default=3, validator=_positive)
-    duration_ms: int = attrs.field(default=7_200_000, validator=_positive)
-    seed: int = attrs.field(default=0, validator=attrs_check(check_int))
+    groups: int = attrs.field(default=20, validator=positive)
+    slaves: int = attrs.field(default=1, validator=non_negative)
+    nameservers: int = attrs.field(default=3, validator=positive)
+    duration_ms: int = attrs.field(default=7_200_000, validator=positive)
+    seed: int = attrs.field(default=0, validator=valid_int)
     faults: str | tuple[Fault, ...] = attrs.field(
         default="default", converter=_to_faults)
     fault_interval_ms: int | None = None
-    topics_per_group: int = attrs.field(default=4, validator=_ms)
-    groups_per_topic: int = attrs.field(default=2, validator=_positive)
-    clients: int = attrs.field(default=3, validator=_ms)
-    client_topics: int = attrs.field(default=20, validator=_ms)
-    client_poll_ms: int = attrs.field(default=30_000, validator=_positive)
-    scan_interval_ms: int = attrs.field(default=5_000, validator=_positive)
-    register_period_ms: int = attrs.field(default=30_000, validator=_positive)
+    topics_per_group: int = attrs.field(default=4, validator=non_negative)
+    groups_per_topic: int = attrs.field(default=2, validator=positive)
+    clients: int = attrs.field(default=3, validator=non_negative)
+    client_topics: int = attrs.field(default=20, validator=non_negative)
+    client_poll_ms: int = attrs.field(default=30_000, validator=positive)
+    scan_interval_ms: int = attrs.field(default=5_000, validator=positive)
+    register_period_ms: int = attrs.field(default=30_000, validator=positive)
     acting_master: bool = False
     routing: RoutingConfig = attrs.field(factory=_sim_routing)
     loss_rate: float = attrs.field(default=0.0005)
-    latency_min_ms: int = attrs.field(default=1, validator=_ms)
+    latency_min_ms: int = attrs.field(default=1, validator=non_negative)
     latency_mean_ms: float = 4.0
     cluster: str = "DefaultCluster"
 
@@ -214,12 +213,13 @@ class SimConfig:
             return
         for fault in value:
             if not isinstance(fault, tuple(FAULT_KINDS.values())):
-                raise ValueError(f"SimConfig.faults: not a fault: {fault!r:.80}")
+                raise InvalidRequest(f"SimConfig.faults: not a fault: {fault!r:.80}",
+                                     field="SimConfig.faults", value=fault)
 
     @loss_rate.validator
     def _check_loss(self, attribute: object, value: float) -> None:
         if not 0.0 <= value < 1.0:
-            raise ValueError(f"SimConfig.loss_rate must be in [0, 1), got {value!r}")
+            fail("SimConfig.loss_rate", value, "in [0, 1)")
 
 
 def _profile(name: str) -> tuple[dict[str, int], int]:
@@ -228,9 +228,9 @@ def _profile(name: str) -> tuple[dict[str, int], int]:
     kinds = [k.strip() for k in name.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in FAULT_KINDS]
     if not kinds or unknown:
-        raise ValueError(f"unknown fault profile {name!r}: use one of "
-                         f"{', '.join(PROFILES)} or comma-separated kinds from "
-                         f"{', '.join(FAULT_KINDS)}")
+        raise InvalidRequest(f"faults: unknown fault profile {name!r}: use one of "
+                             f"{', '.join(PROFILES)} or comma-separated kinds from "
+                             f"{', '.join(FAULT_KINDS)}", field="faults", value=name)
     return dict.fromkeys(kinds, 1), PROFILES["default"][1]
 
 

@@ -24,15 +24,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._fake import (
-    BrokerState,
-    FakeBroker,
-    FakeChannel,
-    FakeClock,
-    FakeEvent,
-    FakeNameServer,
+from ._errors import (
+    ClockReentered,
     NameServerUnavailable,
+    RouteMismatch,
+    UnknownName,
+    WaitTimedOut,
 )
+from ._fake import BrokerState, FakeBroker, FakeChannel, FakeClock, FakeEvent, FakeNameServer
 from ._model import RouteModel
 from ._ops import (
     AddWritePermOp,
@@ -69,6 +68,7 @@ __all__ = (
     "AdvanceOp",
     "BrokerSpec",
     "BrokerState",
+    "ClockReentered",
     "CloseChannelOp",
     "DeleteTopicOp",
     "Fault",
@@ -88,11 +88,14 @@ __all__ = (
     "QueryDataVersionOp",
     "RegisterOp",
     "RegisterTopicOp",
+    "RouteMismatch",
     "RouteModel",
     "RouteStateMachine",
     "RoutingSystem",
     "ScanOp",
+    "UnknownName",
     "UnregisterOp",
+    "WaitTimedOut",
     "WipeWritePermOp",
     "Wire",
     "WireConnection",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 import attrs
 
 from .._clock import ManualClock
-from .._errors import RoutingError
+from .._errors import InvalidRequest
 from .._manager import RouteInfoManager
 from .._messages import (
     ExpiredBroker,
@@ -25,14 +25,15 @@ from .._messages import (
     RouteChange,
     RoutingConfig,
 )
-from .._validate import MAX_TOPIC_LENGTH, TOPIC_PATTERN
+from .._validate import MAX_TOPIC_LENGTH, TOPIC_PATTERN, fail
 from .._values import DataVersion, Perm, TopicConfig, TopicRouteData
+from ._errors import NameServerUnavailable, UnknownName
 from ._fake_asserts import RouteAssertions
 from ._fake_clock import FakeClock, _run_until
 from ._fake_lock import FakeLock, guarded
 
 if TYPE_CHECKING:
-    from ._wire import WireEndpoint
+    from ._wire_face import WireFace
 
 __all__ = [
     "BrokerState",
@@ -41,7 +42,6 @@ __all__ = [
     "FakeClock",
     "FakeEvent",
     "FakeNameServer",
-    "NameServerUnavailable",
 ]
 
 #: A real broker's full-registration period (``registerNameServerPeriod``), in ms.
@@ -50,10 +50,6 @@ DEFAULT_REGISTER_INTERVAL_MS = 30_000
 _T = TypeVar("_T")
 
 BrokerState = Literal["new", "online", "quiet", "offline"]
-
-
-class NameServerUnavailable(RoutingError, ConnectionError):
-    """The fake name server was stopped with `FakeNameServer.stop`: requests fail."""
 
 
 @attrs.frozen(kw_only=True)
@@ -104,6 +100,7 @@ def _system_topic(name: str) -> TopicConfig | None:
 
 
 @guarded(lambda broker: broker.server._lock)
+@attrs.define(kw_only=True, eq=False, repr=False)
 class FakeBroker:
     """A broker talking to one `FakeNameServer`. Create it with `FakeNameServer.broker`.
 
@@ -112,31 +109,28 @@ class FakeBroker:
     connection stays open), ``offline`` (shut down or disconnected).
     """
 
-    def __init__(self, server: FakeNameServer, *, cluster: str, name: str, broker_id: int,
-                 addr: str, ha_server_addr: str | None, zone_name: str | None,
-                 heartbeat_timeout_ms: int | None, enable_acting_master: bool | None,
-                 topics: Mapping[str, TopicConfig], auto_register: bool) -> None:
-        self.server = server
-        self.cluster = cluster
-        self.name = name
-        self.broker_id = broker_id
-        self.addr = addr
-        self.ha_server_addr = ha_server_addr
-        self.zone_name = zone_name
-        self.heartbeat_timeout_ms = heartbeat_timeout_ms
-        self.enable_acting_master = enable_acting_master
-        #: Whether this broker re-registers on its own while online (see
-        #: `FakeNameServer` ``register_interval_ms``).
-        self.auto_register = auto_register
-        self._topics: dict[str, TopicConfig] = dict(topics)
-        self.data_version = DataVersion().next(server.clock.now_ms())
-        self.state: BrokerState = "new"
-        self.channel: FakeChannel | None = None
-        #: The generation of this broker's last accepted registration (D2), if any.
-        self.generation: int | None = None
-        #: The result of the last registration sent, accepted or not.
-        self.last_result: RegisterResult | None = None
-        self._next_register_ms: int | None = None
+    server: FakeNameServer
+    cluster: str
+    name: str
+    broker_id: int
+    addr: str
+    ha_server_addr: str | None
+    zone_name: str | None
+    heartbeat_timeout_ms: int | None
+    enable_acting_master: bool | None
+    _topics: dict[str, TopicConfig]  # the server builds it for this broker alone
+    #: Whether this broker re-registers on its own while online (see `FakeNameServer`
+    #: ``register_interval_ms``).
+    auto_register: bool
+    data_version: DataVersion = attrs.field(init=False, default=attrs.Factory(
+        lambda self: DataVersion().next(self.server.clock.now_ms()), takes_self=True))
+    state: BrokerState = attrs.field(init=False, default="new")
+    channel: FakeChannel | None = attrs.field(init=False, default=None)
+    #: The generation of this broker's last accepted registration (D2), if any.
+    generation: int | None = attrs.field(init=False, default=None)
+    #: The result of the last registration sent, accepted or not.
+    last_result: RegisterResult | None = attrs.field(init=False, default=None)
+    _next_register_ms: int | None = attrs.field(init=False, default=None)
 
     def __repr__(self) -> str:
         return (f"<FakeBroker {self.cluster}/{self.name} id={self.broker_id} {self.addr} "
@@ -223,7 +217,7 @@ class FakeBroker:
         it with `FakeNameServer.delete_topic` (DELETE_TOPIC_IN_NAMESRV).
         """
         if self._topics.pop(topic, None) is None:
-            raise KeyError(f"{self.name} has no topic {topic!r}")
+            raise UnknownName(f"{self.name} has no topic {topic!r}", field="topic", value=topic)
         self._bump()
         self.server._log("topic_deleted", f"{topic} (version counter "
                                           f"{self.data_version.counter})", self.addr)
@@ -295,7 +289,9 @@ class FakeNameServer(RouteAssertions):
     >>> from routing.testing import FakeNameServer
     >>> ns = FakeNameServer()
     >>> a = ns.broker(name="broker-a", topics=["TopicTest"], queues=4)
-    >>> ns.assert_route("TopicTest", brokers=["broker-a"], writable_queues=4)
+    >>> route = ns.assert_route("TopicTest", brokers=["broker-a"], writable_queues=4)
+    >>> [q.broker_name for q in route.queue_datas]
+    ['broker-a']
     >>> a.go_quiet()
     >>> ns.tick(120_000)          # last_update + 120 000 == now: not yet expired (strict)
     120000
@@ -322,22 +318,23 @@ class FakeNameServer(RouteAssertions):
                  register_interval_ms: int | None = DEFAULT_REGISTER_INTERVAL_MS,
                  auto_scan: bool = True, name: str | None = None) -> None:
         if clock is not None and start_ms:
-            raise ValueError("pass either clock or start_ms, not both")
+            raise InvalidRequest(f"pass either clock or start_ms, not both (start_ms={start_ms})",
+                                 field="start_ms", value=start_ms)
         self.clock: ManualClock = clock if clock is not None else FakeClock(start_ms)
         self.config = config if config is not None else RoutingConfig()
         self.scan_interval_ms = (scan_interval_ms if scan_interval_ms is not None
                                  else self.config.scan_interval_ms)
         if self.scan_interval_ms <= 0:
-            raise ValueError(f"scan_interval_ms must be > 0, got {self.scan_interval_ms}")
+            fail("scan_interval_ms", self.scan_interval_ms, "> 0")
         if register_interval_ms is not None and register_interval_ms <= 0:
-            raise ValueError(f"register_interval_ms must be > 0 or None, got "
-                             f"{register_interval_ms}")
+            fail("register_interval_ms", register_interval_ms, "> 0 or None")
         self.register_interval_ms = register_interval_ms
         self.auto_scan = auto_scan
         self.name = name if name is not None else f"namesrv-{next(self._names)}"
         self._lock = self.clock.lock if isinstance(self.clock, FakeClock) else FakeLock()
-        #: The endpoint serving this fake over TCP (`serve_on_wire`), else None.
-        self.wire: WireEndpoint | None = None
+        #: The endpoint serving this fake over TCP (a `routing.testing.WireEndpoint`, set by
+        #: `serve_on_wire`), else None.
+        self.wire: WireFace | None = None
         self._events: list[FakeEvent] = []
         self._pending: list[FakeEvent] = []
         self._brokers: list[FakeBroker] = []
@@ -394,7 +391,7 @@ class FakeNameServer(RouteAssertions):
                 q = queues if queues is not None else 16
                 table[topic] = TopicConfig(topic_name=topic, read_queue_nums=q,
                                            write_queue_nums=q)
-        handle = FakeBroker(self, cluster=cluster, name=name, broker_id=broker_id, addr=addr,
+        handle = FakeBroker(server=self, cluster=cluster, name=name, broker_id=broker_id, addr=addr,
                             ha_server_addr=ha_server_addr, zone_name=zone_name,
                             heartbeat_timeout_ms=heartbeat_timeout_ms,
                             enable_acting_master=enable_acting_master, topics=table,
@@ -429,7 +426,8 @@ class FakeNameServer(RouteAssertions):
         new time in ms. With a `FakeClock`, every server sharing it runs its work too."""
         target = self.clock.now_ms() + ms
         if ms < 0:
-            raise ValueError(f"time cannot go backwards: tick({ms})")
+            raise InvalidRequest(f"time cannot go backwards: tick(ms={ms})", field="ms",
+                                 value=ms)
         if isinstance(self.clock, FakeClock):
             self.clock.set(target)
         else:

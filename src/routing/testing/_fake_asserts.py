@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from .._values import Perm, TopicRouteData
+from ._errors import RouteMismatch
 from ._render import route_lines, side_by_side
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class RouteAssertions:
         failed = route is None or any(want != have for _, want, have in expected)
         if failed:
             rows = [("route", "present", "present" if route else "(no route)"), *expected]
-            raise AssertionError(self._failure(f"route of {topic!r}", rows, route))
+            raise RouteMismatch(self._failure(f"route of {topic!r}", rows, route))
         assert route is not None
         return route
 
@@ -82,7 +83,7 @@ class RouteAssertions:
         """Assert that ``topic`` has no route."""
         route = self._peek(topic)
         if route is not None:
-            raise AssertionError(self._failure(
+            raise RouteMismatch(self._failure(
                 f"route of {topic!r}", [("route", "(no route)", "present")], route))
 
     def assert_expired(self, *brokers: _HasAddr | str) -> None:
@@ -111,7 +112,7 @@ class RouteAssertions:
             rows.append((addr, "live" if alive else "absent", have if not ok else
                          ("live" if alive else "absent")))
         if any(want != have for _, want, have in rows):
-            raise AssertionError(self._failure("liveness", rows, None))
+            raise RouteMismatch(self._failure("liveness", rows, None))
 
     def _failure(self, what: str, rows: list[tuple[str, str, str]],
                  route: TopicRouteData | None) -> str:

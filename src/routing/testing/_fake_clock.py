@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .._clock import ManualClock
+from ._errors import ClockReentered
 from ._fake_lock import FakeLock
 
 __all__ = ["FakeClock", "Scheduled"]
@@ -50,23 +51,19 @@ class FakeClock(ManualClock):
 
     def advance(self, ms: int) -> int:
         """Move forward ``ms`` (>= 0) milliseconds, running due work; return the new time."""
-        if not isinstance(ms, int) or isinstance(ms, bool):
-            raise TypeError(f"ms must be an int (milliseconds), got {ms!r}")
-        if ms < 0:
-            raise ValueError(f"ManualClock cannot go backwards: advance({ms})")
+        if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
+            return super().advance(ms)  # raises: not milliseconds, or going backwards
         return self.set(self.now_ms() + ms)
 
     def set(self, ms: int) -> int:
         """Jump to instant ``ms`` (not earlier than now), running due work on the way."""
-        if not isinstance(ms, int) or isinstance(ms, bool):
-            raise TypeError(f"ms must be an int (milliseconds), got {ms!r}")
-        if ms < self.now_ms():
-            raise ValueError(f"ManualClock cannot go backwards: set({ms}) but now_ms is "
-                             f"{self.now_ms()}")
+        if not isinstance(ms, int) or isinstance(ms, bool) or ms < self.now_ms():
+            return super().set(ms)  # raises: not milliseconds, or going backwards
         with self.lock:
             if self._stepping:
-                raise RuntimeError("the clock was moved from inside a scheduled step "
-                                   "(a listener or wrapper must not move time)")
+                raise ClockReentered(f"the clock was moved to {ms} ms from inside a "
+                                     f"scheduled step (a listener or wrapper must not move "
+                                     f"time)", field="ms", value=ms)
             _run_until(self, self._attached(), ms)
         return ms
 

@@ -19,6 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from .._manager import RouteInfoManager
 from .._messages import RoutingConfig
 from . import strategies as rst
+from ._errors import RouteMismatch
 from ._fake import FakeClock
 from ._model import RouteModel
 from ._ops import AdvanceOp, Fleet, Operation, Outcome, RoutingSystem, ScanOp, apply_operation
@@ -237,7 +238,7 @@ class RouteStateMachine(RuleBasedStateMachine):
         try:
             self.system.check_invariants()
         except AssertionError as exc:
-            raise AssertionError(f"check_invariants() failed:\n{exc}\n{self._trace()}") from exc
+            raise RouteMismatch(f"check_invariants() failed:\n{exc}\n{self._trace()}") from exc
 
     @invariant()
     def routes_match_model(self) -> None:
@@ -256,7 +257,7 @@ class RouteStateMachine(RuleBasedStateMachine):
             problems.append(f"all_topics(): model {self.model.topics()}, system "
                             f"{tuple(self.system.all_topics())}")
         if problems:
-            raise AssertionError("\n".join(problems) + "\n" + self._trace())
+            raise RouteMismatch("\n".join(problems) + "\n" + self._trace())
 
     @invariant()
     def liveness_matches_model(self) -> None:
@@ -273,7 +274,7 @@ class RouteStateMachine(RuleBasedStateMachine):
         if want_info != have_info:
             problems.append(f"cluster_info: model {want_info}\n  system {have_info}")
         if problems:
-            raise AssertionError("\n".join(problems) + "\n" + self._trace())
+            raise RouteMismatch("\n".join(problems) + "\n" + self._trace())
 
     # ------------------------------------------------------------------ internals
 
@@ -287,7 +288,7 @@ class RouteStateMachine(RuleBasedStateMachine):
         line = f"{op.describe()}  ->  {actual!r}"
         self._record(line)
         if expected != actual:
-            raise AssertionError(f"outcome differs for {op.describe()}:\n  model (expected): "
+            raise RouteMismatch(f"outcome differs for {op.describe()}:\n  model (expected): "
                                  f"{expected!r}\n  system (actual):  {actual!r}\n"
                                  + self._trace())
         return actual

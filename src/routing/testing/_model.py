@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from .._errors import InvalidType
 from .._messages import ClusterInfo, Registration, RoutingConfig
 from .._values import (
     BrokerAddr,
@@ -35,21 +36,8 @@ from .._values import (
     QueueData,
     TopicRouteData,
 )
-from ._ops import (
-    AddWritePermOp,
-    AdvanceOp,
-    CloseChannelOp,
-    DeleteTopicOp,
-    HeartbeatOp,
-    Operation,
-    Outcome,
-    QueryDataVersionOp,
-    RegisterOp,
-    RegisterTopicOp,
-    ScanOp,
-    UnregisterOp,
-    WipeWritePermOp,
-)
+from . import _ops as ops
+from ._ops import Operation, Outcome
 
 __all__ = ["RouteModel"]
 
@@ -98,48 +86,48 @@ class RouteModel:
     def apply(self, op: Operation) -> Outcome:
         """Perform ``op`` and return its normalized outcome (see `apply_operation`)."""
         match op:
-            case RegisterOp(registration=reg):
+            case ops.RegisterOp(registration=reg):
                 return self._register(reg)
-            case HeartbeatOp(cluster=cluster, broker_addr=addr):
+            case ops.HeartbeatOp(cluster=cluster, broker_addr=addr):
                 live = self.live.get((cluster, addr))
                 if live is None:
                     return False
                 live.last_update = self.now_ms
                 return True
-            case QueryDataVersionOp(cluster=cluster, broker_addr=addr, data_version=dv):
+            case ops.QueryDataVersionOp(cluster=cluster, broker_addr=addr, data_version=dv):
                 live = self.live.get((cluster, addr))
                 if live is None:
                     return (True, None)
                 live.last_update = self.now_ms
                 return (live.version != dv, live.version)
-            case AdvanceOp(ms=ms):
+            case ops.AdvanceOp(ms=ms):
                 self.now_ms += ms
                 return self.now_ms
-            case ScanOp():
+            case ops.ScanOp():
                 due = sorted(k for k, v in self.live.items()
                              if v.last_update + v.timeout < self.now_ms)
                 return self._drop_all(due)
-            case UnregisterOp(request=q):
+            case ops.UnregisterOp(request=q):
                 return self._unregister(q.cluster, q.broker_addr, q.broker_name, q.generation)
-            case CloseChannelOp(channel=channel):
+            case ops.CloseChannelOp(channel=channel):
                 if channel is None:
                     return ()
                 keys = sorted(k for k, v in self.live.items() if v.channel == channel)
                 return self._drop_all(keys)
-            case DeleteTopicOp(topic=topic, cluster=cluster):
+            case ops.DeleteTopicOp(topic=topic, cluster=cluster):
                 return self._delete_topic(topic, cluster)
-            case WipeWritePermOp(broker_name=name):
+            case ops.WipeWritePermOp(broker_name=name):
                 return self._set_write(name, False)
-            case AddWritePermOp(broker_name=name):
+            case ops.AddWritePermOp(broker_name=name):
                 return self._set_write(name, True)
-            case RegisterTopicOp(topic=topic, queue_datas=rows):
+            case ops.RegisterTopicOp(topic=topic, queue_datas=rows):
                 for i, row in enumerate(rows):
                     if row.broker_name not in self.groups:
                         return ("invalid", f"queue_datas[{i}].broker_name")
                 for row in rows:
                     self.rows.setdefault(topic, {})[row.broker_name] = row
                 return None
-        raise TypeError(f"not an operation: {op!r}")
+        raise InvalidType(f"not an operation: {op!r:.80}", field="operation", value=op)
 
     def _register(self, reg: Registration) -> Outcome:
         name, bid, addr, key = reg.broker_name, reg.broker_id, reg.broker_addr, (

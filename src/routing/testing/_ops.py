@@ -1,9 +1,12 @@
 """Operations on a name server as values, and the fleets they are drawn for.
 
 An *operation* is one call a name server receives (a registration, a heartbeat, a scan, an
-admin write) or the passage of time. Operations are frozen attrs values so that hypothesis
-can generate, shrink and print them, and so that the same sequence can be replayed against
-`RouteInfoManager`, a user's wrapper around it, and `RouteModel`.
+admin write) or the passage of time. The calls are the core's model of the manager's write
+calls (`routing._calls`, the very values a journal records) under the test kit's names
+(``RegisterOp`` is ``routing.journal.Register``); `AdvanceOp` is the test kit's own. All are
+frozen attrs values so that hypothesis can generate, shrink and print them, and so that the
+same sequence can be replayed against `RouteInfoManager`, a user's wrapper around it, and
+`RouteModel`.
 
 `apply_operation` performs one operation on a system and returns a plain, comparable
 *outcome* (tuples, bools, ``None``), which is what the state machine compares with the
@@ -12,22 +15,30 @@ model. Nothing here imports hypothesis or pytest.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from .._clock import ManualClock
-from .._errors import InvalidRequest
-from .._messages import (
-    ClusterInfo,
-    ExpiredBroker,
-    RegisterResult,
-    Registration,
-    UnregisterRequest,
-    VersionAnswer,
+from .._calls import (
+    AddWritePerm,
+    ChannelClosed,
+    DeleteTopic,
+    Heartbeat,
+    ManagerWrites,
+    QueryDataVersion,
+    Register,
+    RegisterTopic,
+    Scan,
+    Unregister,
+    WipeWritePerm,
 )
-from .._values import BrokerAddr, BrokerLiveInfo, DataVersion, Perm, QueueData, TopicRouteData
+from .._clock import ManualClock
+from .._errors import InvalidRequest, InvalidType
+from .._messages import ClusterInfo, ExpiredBroker, RegisterResult, VersionAnswer
+from .._validate import non_negative
+from .._values import BrokerAddr, BrokerLiveInfo, TopicRouteData
+from ._errors import UnknownName
 
 __all__ = [
     "AddWritePermOp",
@@ -118,159 +129,49 @@ class Fleet:
         return tuple(g.broker_name for g in self.groups)
 
     def group(self, broker_name: str) -> GroupSpec:
-        """The group called ``broker_name`` (KeyError if none)."""
+        """The group called ``broker_name`` (`UnknownName`, a ``KeyError``, if none)."""
         for g in self.groups:
             if g.broker_name == broker_name:
                 return g
-        raise KeyError(broker_name)
+        raise UnknownName(f"no group with broker_name {broker_name!r} in the fleet",
+                          field="broker_name", value=broker_name)
 
 
 # --------------------------------------------------------------------------- operations
 
+# The manager's calls are the core's (`routing._calls`: one model, shared with the journal),
+# under the test kit's names; only the passage of time is the test kit's own.
 
-def _short_version(v: DataVersion) -> str:
-    return f"v{v.state_version}.{v.counter}.{v.timestamp}"
-
-
-def _short_topics(reg: Registration) -> str:
-    parts = []
-    for name, c in sorted(reg.topics.items()):
-        parts.append(f"{name}:{c.read_queue_nums}/{c.write_queue_nums}/{Perm.to_string(c.perm)}")
-    return "{" + ", ".join(parts) + "}"
-
-
-@attrs.frozen(kw_only=True)
-class RegisterOp:
-    """REGISTER_BROKER: `RouteInfoManager.register`."""
-
-    registration: Registration
-
-    def describe(self) -> str:
-        r = self.registration
-        extra = []
-        if r.heartbeat_timeout_ms is not None:
-            extra.append(f"timeout={r.heartbeat_timeout_ms}ms")
-        if r.enable_acting_master is not None:
-            extra.append(f"acting={r.enable_acting_master}")
-        if r.zone_name is not None:
-            extra.append(f"zone={r.zone_name}")
-        if r.channel is not None:
-            extra.append(f"channel={r.channel!r}")
-        if r.partial:
-            extra.append("partial")
-        tail = (" " + " ".join(extra)) if extra else ""
-        return (f"register {r.cluster}/{r.broker_name} id={r.broker_id} {r.broker_addr} "
-                f"{_short_version(r.data_version)} topics={_short_topics(r)}{tail}")
-
-
-@attrs.frozen(kw_only=True)
-class HeartbeatOp:
-    """BROKER_HEARTBEAT: `RouteInfoManager.heartbeat` (refreshes a known broker only)."""
-
-    cluster: str
-    broker_addr: str
-
-    def describe(self) -> str:
-        return f"heartbeat {self.cluster}/{self.broker_addr}"
-
-
-@attrs.frozen(kw_only=True)
-class QueryDataVersionOp:
-    """QUERY_DATA_VERSION: `RouteInfoManager.query_data_version` (also refreshes liveness)."""
-
-    cluster: str
-    broker_addr: str
-    data_version: DataVersion
-
-    def describe(self) -> str:
-        return (f"query_data_version {self.cluster}/{self.broker_addr} "
-                f"{_short_version(self.data_version)}")
+#: REGISTER_BROKER: `RouteInfoManager.register`.
+RegisterOp = Register
+#: BROKER_HEARTBEAT: `RouteInfoManager.heartbeat` (refreshes a known broker only).
+HeartbeatOp = Heartbeat
+#: QUERY_DATA_VERSION: `RouteInfoManager.query_data_version` (also refreshes liveness).
+QueryDataVersionOp = QueryDataVersion
+#: The periodic scan: `RouteInfoManager.scan_expired`.
+ScanOp = Scan
+#: UNREGISTER_BROKER: `RouteInfoManager.unregister` (``generation`` fences it, D2).
+UnregisterOp = Unregister
+#: A connection closed: `RouteInfoManager.on_channel_closed`.
+CloseChannelOp = ChannelClosed
+#: DELETE_TOPIC_IN_NAMESRV: `RouteInfoManager.delete_topic`.
+DeleteTopicOp = DeleteTopic
+#: WIPE_WRITE_PERM_OF_BROKER: `RouteInfoManager.wipe_write_perm`.
+WipeWritePermOp = WipeWritePerm
+#: ADD_WRITE_PERM_OF_BROKER: `RouteInfoManager.add_write_perm`.
+AddWritePermOp = AddWritePerm
+#: REGISTER_TOPIC_IN_NAMESRV: `RouteInfoManager.register_topic`.
+RegisterTopicOp = RegisterTopic
 
 
 @attrs.frozen(kw_only=True)
 class AdvanceOp:
     """Time passes: the clock moves forward by ``ms`` milliseconds (>= 0)."""
 
-    ms: int = attrs.field(validator=attrs.validators.ge(0))
+    ms: int = attrs.field(validator=non_negative)
 
     def describe(self) -> str:
         return f"advance {self.ms} ms"
-
-
-@attrs.frozen(kw_only=True)
-class ScanOp:
-    """The periodic scan: `RouteInfoManager.scan_expired`."""
-
-    def describe(self) -> str:
-        return "scan_expired"
-
-
-@attrs.frozen(kw_only=True)
-class UnregisterOp:
-    """UNREGISTER_BROKER: `RouteInfoManager.unregister` (``generation`` fences it, D2)."""
-
-    request: UnregisterRequest
-
-    def describe(self) -> str:
-        q = self.request
-        gen = "" if q.generation is None else f" generation={q.generation}"
-        return (f"unregister {q.cluster}/{q.broker_name} id={q.broker_id} "
-                f"{q.broker_addr}{gen}")
-
-
-@attrs.frozen(kw_only=True)
-class CloseChannelOp:
-    """A connection closed: `RouteInfoManager.on_channel_closed`."""
-
-    channel: Hashable
-
-    def describe(self) -> str:
-        return f"close channel {self.channel!r}"
-
-
-@attrs.frozen(kw_only=True)
-class DeleteTopicOp:
-    """DELETE_TOPIC_IN_NAMESRV: `RouteInfoManager.delete_topic`."""
-
-    topic: str
-    cluster: str | None = None
-
-    def describe(self) -> str:
-        where = "" if self.cluster is None else f" in cluster {self.cluster}"
-        return f"delete topic {self.topic}{where}"
-
-
-@attrs.frozen(kw_only=True)
-class WipeWritePermOp:
-    """WIPE_WRITE_PERM_OF_BROKER: `RouteInfoManager.wipe_write_perm`."""
-
-    broker_name: str
-
-    def describe(self) -> str:
-        return f"wipe write perm of {self.broker_name}"
-
-
-@attrs.frozen(kw_only=True)
-class AddWritePermOp:
-    """ADD_WRITE_PERM_OF_BROKER: `RouteInfoManager.add_write_perm`."""
-
-    broker_name: str
-
-    def describe(self) -> str:
-        return f"add write perm of {self.broker_name}"
-
-
-@attrs.frozen(kw_only=True)
-class RegisterTopicOp:
-    """REGISTER_TOPIC_IN_NAMESRV: `RouteInfoManager.register_topic`."""
-
-    topic: str
-    queue_datas: tuple[QueueData, ...] = attrs.field(converter=tuple)
-
-    def describe(self) -> str:
-        rows = ", ".join(f"{q.broker_name}:{q.read_queue_nums}/{q.write_queue_nums}/"
-                         f"{Perm.to_string(q.perm)}" for q in self.queue_datas)
-        return f"register topic {self.topic} [{rows}]"
 
 
 #: Any one operation.
@@ -283,6 +184,11 @@ Operation: TypeAlias = (
 Outcome: TypeAlias = Any
 
 
+#: The manager's calls among the operations (every one but `AdvanceOp`).
+_CALLS = (RegisterOp, HeartbeatOp, QueryDataVersionOp, ScanOp, UnregisterOp, CloseChannelOp,
+          DeleteTopicOp, WipeWritePermOp, AddWritePermOp, RegisterTopicOp)
+
+
 def describe(op: Operation) -> str:
     """A one-line, human-readable description of ``op`` (for traces)."""
     return op.describe()
@@ -292,24 +198,13 @@ def describe(op: Operation) -> str:
 
 
 @runtime_checkable
-class RoutingSystem(Protocol):
-    """What the state machine and `apply_operation` need from a system under test.
+class RoutingSystem(ManagerWrites, Protocol):
+    """What the state machine and `apply_operation` need from a system under test: the
+    manager's write methods (`ManagerWrites`) and these reads.
 
     `RouteInfoManager` satisfies it; so does any wrapper that forwards these methods.
     """
 
-    def register(self, registration: Registration) -> RegisterResult: ...
-    def heartbeat(self, *, cluster: str, broker_addr: str) -> bool: ...
-    def query_data_version(self, *, cluster: str, broker_addr: str,
-                           data_version: DataVersion) -> VersionAnswer: ...
-    def scan_expired(self) -> tuple[ExpiredBroker, ...]: ...
-    def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
-                   generation: int | None = None) -> bool: ...
-    def on_channel_closed(self, channel: Hashable | None) -> tuple[ExpiredBroker, ...]: ...
-    def delete_topic(self, topic: str, cluster: str | None = None) -> bool: ...
-    def wipe_write_perm(self, broker_name: str) -> int: ...
-    def add_write_perm(self, broker_name: str) -> int: ...
-    def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> None: ...
     def pickup_route(self, topic: str) -> TopicRouteData | None: ...
     def all_topics(self) -> tuple[str, ...]: ...
     def live_brokers(self) -> Mapping[BrokerAddr, BrokerLiveInfo]: ...
@@ -352,35 +247,19 @@ def apply_operation(system: RoutingSystem, op: Operation, *, clock: ManualClock)
 
 
 def _apply(system: RoutingSystem, op: Operation, clock: ManualClock) -> Outcome:
-    match op:
-        case RegisterOp(registration=reg):
-            return _register_outcome(system.register(reg))
-        case HeartbeatOp(cluster=cluster, broker_addr=addr):
-            return system.heartbeat(cluster=cluster, broker_addr=addr)
-        case QueryDataVersionOp(cluster=cluster, broker_addr=addr, data_version=dv):
-            answer = system.query_data_version(cluster=cluster, broker_addr=addr,
-                                               data_version=dv)
-            return (answer.changed, answer.stored)
-        case AdvanceOp(ms=ms):
-            return clock.advance(ms)
-        case ScanOp():
-            return _removed_outcome(system.scan_expired())
-        case UnregisterOp(request=q):
-            return system.unregister(cluster=q.cluster, broker_addr=q.broker_addr,
-                                     broker_name=q.broker_name, broker_id=q.broker_id,
-                                     generation=q.generation)
-        case CloseChannelOp(channel=channel):
-            return _removed_outcome(system.on_channel_closed(channel))
-        case DeleteTopicOp(topic=topic, cluster=cluster):
-            return system.delete_topic(topic, cluster)
-        case WipeWritePermOp(broker_name=name):
-            return system.wipe_write_perm(name)
-        case AddWritePermOp(broker_name=name):
-            return system.add_write_perm(name)
-        case RegisterTopicOp(topic=topic, queue_datas=rows):
-            system.register_topic(topic, rows)
-            return None
-    raise TypeError(f"not an operation: {op!r}")
+    if isinstance(op, AdvanceOp):
+        return clock.advance(op.ms)
+    if not isinstance(op, _CALLS):
+        raise InvalidType(f"operation must be one of the test kit's operations, got {op!r:.80}",
+                          field="operation", value=op)
+    result = op.apply(system)
+    if isinstance(result, RegisterResult):
+        return _register_outcome(result)
+    if isinstance(result, VersionAnswer):
+        return (result.changed, result.stored)
+    if isinstance(op, ScanOp | CloseChannelOp):
+        return _removed_outcome(result)  # type: ignore[arg-type]
+    return result
 
 
 def run_operations(system: RoutingSystem, operations: Iterable[Operation], *,

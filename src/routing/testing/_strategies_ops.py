@@ -3,33 +3,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from .._messages import Registration, UnregisterRequest
+from .._validate import check_int
 from .._values import (
     DataVersion,
     TopicConfig,
 )
-from ._ops import (
-    AddWritePermOp,
-    AdvanceOp,
-    BrokerSpec,
-    CloseChannelOp,
-    DeleteTopicOp,
-    Fleet,
-    GroupSpec,
-    HeartbeatOp,
-    Operation,
-    QueryDataVersionOp,
-    RegisterOp,
-    RegisterTopicOp,
-    ScanOp,
-    UnregisterOp,
-    WipeWritePermOp,
-)
+from . import _ops as ops
+from ._ops import BrokerSpec, Fleet, GroupSpec, Operation
 from ._strategies_values import (
     UNKNOWN_GROUP,
     UNKNOWN_TOPIC,
@@ -58,6 +45,7 @@ __all__ = [
     "operation_sequences",
     "operations",
     "query_data_version_ops",
+    "register_op_types",
     "register_ops",
     "register_topic_ops",
     "registrations",
@@ -108,8 +96,7 @@ def broker_groups(*, cluster: SearchStrategy[str] | None = None,
     for name, value in (("cluster", cluster), ("broker_name", broker_name),
                         ("addresses", addrs), ("acting", acting), ("zones", zones)):
         need_strategy(name, value)
-    if not 1 <= min_members <= max_members:
-        raise ValueError("need 1 <= min_members <= max_members")
+    check_int("min_members", min_members, low=1, high=max_members)
     return _groups(cluster, broker_name, addrs, min_members, max_members, acting, zones, True)
 
 
@@ -165,9 +152,9 @@ def fleets(*, clusters: SearchStrategy[str] | None = None,
     for name, value in (("clusters", clusters), ("broker_names", broker_names),
                         ("topics", topics), ("acting", acting), ("zones", zones)):
         need_strategy(name, value)
-    if not 1 <= min_groups <= max_groups or max_members < 1 or max_clusters < 1:
-        raise ValueError("need 1 <= min_groups <= max_groups, max_members >= 1, "
-                         "max_clusters >= 1")
+    check_int("min_groups", min_groups, low=1, high=max_groups)
+    check_int("max_members", max_members, low=1)
+    check_int("max_clusters", max_clusters, low=1)
     return _fleets(clusters, broker_names, topics, min_groups, max_groups, max_members,
                    max_clusters, max_topics, acting, zones)
 
@@ -297,7 +284,7 @@ def register_ops(*, fleet: Fleet, data_versions: SearchStrategy[DataVersion] | N
                  topics: SearchStrategy[dict[str, TopicConfig]] | None = None,
                  timeouts: SearchStrategy[int | None] | None = None,
                  broker_ids: SearchStrategy[int] | None = None,
-                 partial: SearchStrategy[bool] | None = None) -> SearchStrategy[RegisterOp]:
+                 partial: SearchStrategy[bool] | None = None) -> SearchStrategy[ops.RegisterOp]:
     """Registrations by ``fleet``'s brokers: usually under their home id, sometimes under
     another (a promotion, or a stale state version), with 0–4 topics (one topic from a
     newcomer is rejected, D3). Requires the hypothesis package."""
@@ -305,7 +292,7 @@ def register_ops(*, fleet: Fleet, data_versions: SearchStrategy[DataVersion] | N
     need_strategy("broker_ids", ids)
 
     @st.composite
-    def build(draw: st.DrawFn) -> RegisterOp:
+    def build(draw: st.DrawFn) -> ops.RegisterOp:
         spec = draw(st.sampled_from(fleet.brokers))
         bid = draw(st.just(spec.home_id) | ids) if broker_ids is None else draw(ids)
         reg = draw(registrations(fleet=fleet, brokers=st.just(spec), topics=topics,
@@ -313,45 +300,45 @@ def register_ops(*, fleet: Fleet, data_versions: SearchStrategy[DataVersion] | N
                                  broker_ids=st.just(bid),
                                  partial=st.just(False) | st.just(True)
                                  if partial is None else partial))
-        return RegisterOp(registration=reg)
+        return ops.RegisterOp(registration=reg)
 
     return build()
 
 
-def heartbeat_ops(*, fleet: Fleet) -> SearchStrategy[HeartbeatOp]:
+def heartbeat_ops(*, fleet: Fleet) -> SearchStrategy[ops.HeartbeatOp]:
     """Heartbeats from ``fleet``'s brokers and from strangers (ignored). Requires the
     hypothesis package."""
-    return _addr_targets(fleet).map(lambda t: HeartbeatOp(cluster=t[0], broker_addr=t[1]))
+    return _addr_targets(fleet).map(lambda t: ops.HeartbeatOp(cluster=t[0], broker_addr=t[1]))
 
 
 def query_data_version_ops(*, fleet: Fleet,
                            data_versions: SearchStrategy[DataVersion] | None = None
-                           ) -> SearchStrategy[QueryDataVersionOp]:
+                           ) -> SearchStrategy[ops.QueryDataVersionOp]:
     """QUERY_DATA_VERSION requests (they also refresh liveness). Requires the hypothesis
     package."""
     versions = _small_versions() if data_versions is None else data_versions
     need_strategy("data_versions", versions)
-    return st.builds(lambda t, v: QueryDataVersionOp(cluster=t[0], broker_addr=t[1],
+    return st.builds(lambda t, v: ops.QueryDataVersionOp(cluster=t[0], broker_addr=t[1],
                                                      data_version=v),
                      _addr_targets(fleet), versions)
 
 
-def advance_ops(*, ms: SearchStrategy[int] | None = None) -> SearchStrategy[AdvanceOp]:
+def advance_ops(*, ms: SearchStrategy[int] | None = None) -> SearchStrategy[ops.AdvanceOp]:
     """Time steps, in ms; by default small steps and steps around common timeouts.
     Requires the hypothesis package."""
     ms = st.sampled_from([0, 1, 999, 1_000, 1_001, 3_000, 5_000, 10_000, 120_001]) | \
         st.integers(0, 15_000) if ms is None else ms
     need_strategy("ms", ms)
-    return ms.map(lambda n: AdvanceOp(ms=n))
+    return ms.map(lambda n: ops.AdvanceOp(ms=n))
 
 
-def scan_ops() -> SearchStrategy[ScanOp]:
+def scan_ops() -> SearchStrategy[ops.ScanOp]:
     """The expiry scan. Requires the hypothesis package."""
-    return st.just(ScanOp())
+    return st.just(ops.ScanOp())
 
 
 def unregister_ops(*, fleet: Fleet, generations: SearchStrategy[int | None] | None = None
-                   ) -> SearchStrategy[UnregisterOp]:
+                   ) -> SearchStrategy[ops.UnregisterOp]:
     """Unregisters of ``fleet``'s brokers (sometimes naming the wrong group, or a
     stranger) with ``generations`` (default: None or a small, likely stale number).
     Requires the hypothesis package."""
@@ -359,13 +346,13 @@ def unregister_ops(*, fleet: Fleet, generations: SearchStrategy[int | None] | No
     need_strategy("generations", gens)
 
     @st.composite
-    def build(draw: st.DrawFn) -> UnregisterOp:
+    def build(draw: st.DrawFn) -> ops.UnregisterOp:
         cluster, addr = draw(_addr_targets(fleet))
         spec = next((b for b in fleet.brokers if b.broker_addr == addr), None)
         name = spec.broker_name if spec is not None else UNKNOWN_GROUP
         name = draw(st.just(name) | st.sampled_from(fleet.broker_names))
         bid = spec.home_id if spec is not None else 0
-        return UnregisterOp(request=UnregisterRequest(
+        return ops.UnregisterOp(request=UnregisterRequest(
             cluster=cluster, broker_addr=addr, broker_name=name, broker_id=bid,
             generation=draw(gens)))
 
@@ -373,44 +360,44 @@ def unregister_ops(*, fleet: Fleet, generations: SearchStrategy[int | None] | No
 
 
 def close_channel_ops(*, fleet: Fleet, channels: SearchStrategy[Hashable] | None = None
-                      ) -> SearchStrategy[CloseChannelOp]:
+                      ) -> SearchStrategy[ops.CloseChannelOp]:
     """Channel closes (``None`` and unknown channels do nothing). Requires the
     hypothesis package."""
     pool = st.sampled_from([*channels_of(fleet), None, "ch:unknown"]) if channels is None \
         else channels
     need_strategy("channels", pool)
-    return pool.map(lambda c: CloseChannelOp(channel=c))
+    return pool.map(lambda c: ops.CloseChannelOp(channel=c))
 
 
-def delete_topic_ops(*, fleet: Fleet) -> SearchStrategy[DeleteTopicOp]:
+def delete_topic_ops(*, fleet: Fleet) -> SearchStrategy[ops.DeleteTopicOp]:
     """Topic deletions, whole or per cluster (unknown topics and clusters included).
     Requires the hypothesis package."""
     topics = st.sampled_from([*fleet.topics, UNKNOWN_TOPIC])
     clusters = st.none() | st.sampled_from([*fleet.clusters, "no-such-cluster"])
-    return st.builds(lambda t, c: DeleteTopicOp(topic=t, cluster=c), topics, clusters)
+    return st.builds(lambda t, c: ops.DeleteTopicOp(topic=t, cluster=c), topics, clusters)
 
 
-def wipe_write_perm_ops(*, fleet: Fleet) -> SearchStrategy[WipeWritePermOp]:
+def wipe_write_perm_ops(*, fleet: Fleet) -> SearchStrategy[ops.WipeWritePermOp]:
     """WIPE_WRITE_PERM_OF_BROKER for a group of ``fleet`` (or an unknown one). Requires
     the hypothesis package."""
     return st.sampled_from([*fleet.broker_names, UNKNOWN_GROUP]).map(
-        lambda n: WipeWritePermOp(broker_name=n))
+        lambda n: ops.WipeWritePermOp(broker_name=n))
 
 
-def add_write_perm_ops(*, fleet: Fleet) -> SearchStrategy[AddWritePermOp]:
+def add_write_perm_ops(*, fleet: Fleet) -> SearchStrategy[ops.AddWritePermOp]:
     """ADD_WRITE_PERM_OF_BROKER for a group of ``fleet`` (or an unknown one). Requires
     the hypothesis package."""
     return st.sampled_from([*fleet.broker_names, UNKNOWN_GROUP]).map(
-        lambda n: AddWritePermOp(broker_name=n))
+        lambda n: ops.AddWritePermOp(broker_name=n))
 
 
-def register_topic_ops(*, fleet: Fleet) -> SearchStrategy[RegisterTopicOp]:
+def register_topic_ops(*, fleet: Fleet) -> SearchStrategy[ops.RegisterTopicOp]:
     """REGISTER_TOPIC_IN_NAMESRV with 0–3 rows; a row for an unknown group makes the
     whole request invalid (D11). Requires the hypothesis package."""
     rows = queue_datas(broker_names=st.sampled_from([*fleet.broker_names, UNKNOWN_GROUP]),
                        queue_nums=st.sampled_from([0, 2, 8]),
                        perms=st.sampled_from([6, 4, 2]), sys_flags=st.sampled_from([0, 1]))
-    return st.builds(lambda t, qs: RegisterTopicOp(topic=t, queue_datas=tuple(qs)),
+    return st.builds(lambda t, qs: ops.RegisterTopicOp(topic=t, queue_datas=tuple(qs)),
                      st.sampled_from(fleet.topics), st.lists(rows, max_size=3))
 
 
@@ -443,3 +430,33 @@ def operation_sequences(*, fleets: SearchStrategy[Fleet] | None = None, min_size
     chosen = _any_fleets() if fleets is None else fleets
     need_strategy("fleets", chosen)
     return _sequences(chosen, min_size, max_size)
+
+
+def _fleet_ops(make: Callable[..., SearchStrategy[Any]]) -> SearchStrategy[Any]:
+    return fleets().flatmap(lambda f: make(fleet=f))
+
+
+def register_op_types(register: Callable[[type, SearchStrategy[Any]], None]) -> None:
+    """Register a strategy for each fleet, request and operation type with ``register``
+    (``st.register_type_strategy``): ``st.from_type(Fleet)``, ``st.from_type(RegisterOp)``
+    and friends (operations on a fleet drawn first)."""
+    pairs: tuple[tuple[type, SearchStrategy[Any]], ...] = (
+        (Registration, registrations()),
+        (UnregisterRequest, unregister_requests()),
+        (Fleet, fleets()),
+        (GroupSpec, broker_groups()),
+        (BrokerSpec, fleets().flatmap(lambda f: st.sampled_from(f.brokers))),
+        (ops.RegisterOp, _fleet_ops(register_ops)),
+        (ops.HeartbeatOp, _fleet_ops(heartbeat_ops)),
+        (ops.QueryDataVersionOp, _fleet_ops(query_data_version_ops)),
+        (ops.AdvanceOp, advance_ops()),
+        (ops.ScanOp, scan_ops()),
+        (ops.UnregisterOp, _fleet_ops(unregister_ops)),
+        (ops.CloseChannelOp, _fleet_ops(close_channel_ops)),
+        (ops.DeleteTopicOp, _fleet_ops(delete_topic_ops)),
+        (ops.WipeWritePermOp, _fleet_ops(wipe_write_perm_ops)),
+        (ops.AddWritePermOp, _fleet_ops(add_write_perm_ops)),
+        (ops.RegisterTopicOp, _fleet_ops(register_topic_ops)),
+    )
+    for cls, strategy in pairs:
+        register(cls, strategy)

@@ -4,13 +4,15 @@ face (see its docstring)."""
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from .._errors import InvalidType
 from .._messages import RoutingConfig
-from .._validate import MAX_NAME_LENGTH, MAX_TOPIC_LENGTH
+from .._validate import MAX_NAME_LENGTH, MAX_TOPIC_LENGTH, fail
 from .._values import (
     BrokerAddr,
     BrokerData,
@@ -44,6 +46,7 @@ __all__ = [
     "need_strategy",
     "perms",
     "queue_datas",
+    "register_value_types",
     "routing_configs",
     "topic_configs",
     "topic_names",
@@ -65,12 +68,21 @@ UNKNOWN_TOPIC = "NoSuchTopic"
 
 
 def need_strategy(name: str, value: object) -> None:
-    """Raise TypeError unless ``value`` is a hypothesis strategy (every argument of these
-    functions is one, so any part can be narrowed)."""
+    """Raise `InvalidType` (a ``TypeError``) unless ``value`` is a hypothesis strategy
+    (every argument of these functions is one, so any part can be narrowed)."""
     if not isinstance(value, SearchStrategy):
-        raise TypeError(f"{name} must be a hypothesis strategy, got {value!r} "
-                        f"(use st.just({value!r}) for a fixed value)")
+        raise InvalidType(f"{name} must be a hypothesis strategy, got {value!r} "
+                          f"(use st.just({value!r}) for a fixed value)", field=name, value=value)
 
+
+
+def _sizes(min_size: int, max_size: int, most: int) -> None:
+    """Raise `InvalidRequest` naming the size that breaks ``1 <= min <= max <= most``."""
+    if not 1 <= min_size <= most:
+        fail("min_size", min_size, f"in [1, {most}] (need 1 <= min_size <= max_size <= {most})")
+    if not min_size <= max_size <= most:
+        fail("max_size", max_size, f"in [min_size={min_size}, {most}] "
+                                   f"(need 1 <= min_size <= max_size <= {most})")
 
 
 # --------------------------------------------------------------------------- names
@@ -80,10 +92,9 @@ def names(*, alphabet: str = NAME_ALPHABET, min_size: int = 1,
           max_size: int = 12) -> SearchStrategy[str]:
     """Cluster, broker or zone names valid per D7 (non-empty, no whitespace, at most 255
     characters). Requires the hypothesis package."""
-    if not 1 <= min_size <= max_size <= MAX_NAME_LENGTH:
-        raise ValueError(f"need 1 <= min_size <= max_size <= {MAX_NAME_LENGTH}")
+    _sizes(min_size, max_size, MAX_NAME_LENGTH)
     if any(c.isspace() for c in alphabet):
-        raise ValueError("alphabet must not contain whitespace (D7)")
+        fail("alphabet", alphabet, "without whitespace (D7)")
     return st.text(alphabet=alphabet, min_size=min_size, max_size=max_size)
 
 
@@ -110,10 +121,9 @@ def topic_names(*, min_size: int = 1, max_size: int = 24,
                 alphabet: str = NAME_ALPHABET + "%|") -> SearchStrategy[str]:
     """Topic names valid per D7 (``^[%|a-zA-Z0-9_-]+$``, 1–127 chars). Requires the
     hypothesis package."""
-    if not 1 <= min_size <= max_size <= MAX_TOPIC_LENGTH:
-        raise ValueError(f"need 1 <= min_size <= max_size <= {MAX_TOPIC_LENGTH}")
+    _sizes(min_size, max_size, MAX_TOPIC_LENGTH)
     if set(alphabet) - set(NAME_ALPHABET + "%|"):
-        raise ValueError("alphabet must be a subset of [%|a-zA-Z0-9_-]")
+        fail("alphabet", alphabet, "a subset of [%|a-zA-Z0-9_-]")
     return st.text(alphabet=alphabet, min_size=min_size, max_size=max_size)
 
 
@@ -359,3 +369,22 @@ def routing_configs(*, heartbeat_timeouts: SearchStrategy[int] | None = None,
                      support_acting_master=support_acting_master,
                      delete_topic_with_broker_registration=delete_topic_with_broker_registration,
                      scan_interval_ms=scan_intervals)
+
+
+def register_value_types(register: Callable[[type, SearchStrategy[Any]], None]) -> None:
+    """Register a strategy for each value type with ``register``
+    (``st.register_type_strategy``): ``st.from_type(QueueData)`` and friends."""
+    pairs: tuple[tuple[type, SearchStrategy[Any]], ...] = (
+        (DataVersion, data_versions()),
+        (TopicConfig, topic_configs()),
+        (QueueData, queue_datas()),
+        (BrokerData, broker_datas()),
+        (BrokerAddr, broker_addrs()),
+        (BrokerLiveInfo, broker_live_infos()),
+        (TopicRouteData, topic_route_datas()),
+        (RoutingConfig, routing_configs()),
+        (Perm, perms()),
+        (TopicSysFlag, topic_sys_flags()),
+    )
+    for cls, strategy in pairs:
+        register(cls, strategy)

@@ -40,8 +40,10 @@ from ..remoting import (
     RequestCode,
     ResponseCode,
 )
+from ._errors import WaitTimedOut
 from ._fake_clock import FakeClock
 from ._faults import Fault, Faults
+from ._wire_face import WireFace
 from ._wire_records import Connections, WireConnection, WireRequest
 from ._wire_view import FrozenView, WireManager
 
@@ -104,7 +106,7 @@ class _Held:
     response: RemotingCommand = attrs.field(eq=False, order=False)
 
 
-class WireEndpoint:
+class WireEndpoint(WireFace):
     """One fake name server served over TCP; ``ns.wire`` while it is served.
 
     ``address`` is ``host:port`` for clients and brokers. ``faults`` takes rules
@@ -204,15 +206,17 @@ class WireEndpoint:
 
     def wait_for(self, condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
         """Wait until ``condition()`` is true, checking it after every request and closed
-        connection (wall time, at most ``timeout_s``; `TimeoutError` then). For what real
-        processes do on their own (a broker registering, a client asking)."""
+        connection (wall time, at most ``timeout_s``; then `WaitTimedOut`, a
+        ``TimeoutError``). For what real processes do on their own (a broker registering,
+        a client asking)."""
         deadline = time.monotonic() + timeout_s
         with self._change:
             while not condition():
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"{self.ns.name}: condition still false after "
-                                       f"{timeout_s} s\n{self.ns.event_log(last=12)}")
+                    raise WaitTimedOut(f"{self.ns.name}: condition still false after "
+                                       f"{timeout_s} s\n{self.ns.event_log(last=12)}",
+                                       field="timeout_s", value=timeout_s)
                 self._change.wait(min(left, 0.5))
 
     # ------------------------------------------------------------------ request path

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from .._errors import InvalidType
 from .._manager import RouteInfoManager
 from .._messages import RoutingConfig
 from ._fake import FakeClock, FakeNameServer
@@ -51,17 +52,20 @@ def pytest_configure(config: pytest.Config) -> None:
 def routing_marker_options(node: pytest.Item) -> dict[str, int]:
     """The ``routing`` marker keywords that apply to ``node`` (closest marker wins).
 
-    Raises `TypeError` for positional arguments or unknown keywords.
+    Raises `routing.InvalidType` (a ``TypeError``) for positional arguments or unknown
+    keywords.
     """
     options: dict[str, int] = {}
     for marker in node.iter_markers(MARKER):  # closest first
         if marker.args:
-            raise TypeError(f"@pytest.mark.{MARKER} takes keyword arguments only "
-                            f"({', '.join(_KEYWORDS)}), got {marker.args!r}")
+            raise InvalidType(f"@pytest.mark.{MARKER} takes keyword arguments only "
+                              f"({', '.join(_KEYWORDS)}), got {marker.args!r}",
+                              field=f"{MARKER}.args", value=marker.args)
         unknown = sorted(set(marker.kwargs) - set(_KEYWORDS))
         if unknown:
-            raise TypeError(f"@pytest.mark.{MARKER} got unknown keyword(s) {unknown}; "
-                            f"expected some of {list(_KEYWORDS)}")
+            raise InvalidType(f"@pytest.mark.{MARKER} got unknown keyword(s) {unknown}; "
+                              f"expected some of {list(_KEYWORDS)}", field=MARKER,
+                              value=unknown)
         for key, value in marker.kwargs.items():
             options.setdefault(key, value)
     return options

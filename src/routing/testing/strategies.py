@@ -6,10 +6,10 @@ keyword-only and takes *strategies* for the parts it builds, so you can narrow a
     >>> from hypothesis import strategies as st
     >>> from routing.testing import strategies as rst
     >>> configs = rst.topic_configs(queue_nums=st.just(4))
-    >>> rst.topic_configs(queue_nums=4)
+    >>> rst.topic_configs(queue_nums=4)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: queue_nums must be a hypothesis strategy, got 4 (use st.just(4) for a fixed value)
+    routing.InvalidType: queue_nums must be a hypothesis strategy, got 4 (use st.just(4) ...)
 
 Names are valid per spec D7; the ``invalid_*`` strategies generate the values D7 rejects.
 `fleets` generates coherent clusters (unique broker names, one cluster per group, one group
@@ -23,40 +23,8 @@ Registered with hypothesis's entry point, so ``st.from_type(QueueData)``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from hypothesis import strategies as st
-from hypothesis.strategies import SearchStrategy
 
-from .._messages import Registration, RoutingConfig, UnregisterRequest
-from .._values import (
-    BrokerAddr,
-    BrokerData,
-    BrokerLiveInfo,
-    DataVersion,
-    Perm,
-    QueueData,
-    TopicConfig,
-    TopicRouteData,
-    TopicSysFlag,
-)
-from ._ops import (
-    AddWritePermOp,
-    AdvanceOp,
-    BrokerSpec,
-    CloseChannelOp,
-    DeleteTopicOp,
-    Fleet,
-    GroupSpec,
-    HeartbeatOp,
-    QueryDataVersionOp,
-    RegisterOp,
-    RegisterTopicOp,
-    ScanOp,
-    UnregisterOp,
-    WipeWritePermOp,
-)
 from ._strategies_ops import (
     add_write_perm_ops,
     advance_ops,
@@ -69,6 +37,7 @@ from ._strategies_ops import (
     operation_sequences,
     operations,
     query_data_version_ops,
+    register_op_types,
     register_ops,
     register_topic_ops,
     registrations,
@@ -91,6 +60,7 @@ from ._strategies_values import (
     names,
     perms,
     queue_datas,
+    register_value_types,
     routing_configs,
     topic_configs,
     topic_names,
@@ -143,47 +113,11 @@ __all__ = [
 # --------------------------------------------------------------------------- from_type
 
 
-def _fleet_ops(make: Any) -> SearchStrategy[Any]:
-    return fleets().flatmap(lambda f: make(fleet=f))
-
-
-def _register_types(register: Any) -> None:
-    pairs: Sequence[tuple[type, SearchStrategy[Any]]] = (
-        (DataVersion, data_versions()),
-        (TopicConfig, topic_configs()),
-        (QueueData, queue_datas()),
-        (BrokerData, broker_datas()),
-        (BrokerAddr, broker_addrs()),
-        (BrokerLiveInfo, broker_live_infos()),
-        (TopicRouteData, topic_route_datas()),
-        (Registration, registrations()),
-        (UnregisterRequest, unregister_requests()),
-        (RoutingConfig, routing_configs()),
-        (Perm, perms()),
-        (TopicSysFlag, topic_sys_flags()),
-        (Fleet, fleets()),
-        (GroupSpec, broker_groups()),
-        (BrokerSpec, fleets().flatmap(lambda f: st.sampled_from(f.brokers))),
-        (RegisterOp, _fleet_ops(register_ops)),
-        (HeartbeatOp, _fleet_ops(heartbeat_ops)),
-        (QueryDataVersionOp, _fleet_ops(query_data_version_ops)),
-        (AdvanceOp, advance_ops()),
-        (ScanOp, scan_ops()),
-        (UnregisterOp, _fleet_ops(unregister_ops)),
-        (CloseChannelOp, _fleet_ops(close_channel_ops)),
-        (DeleteTopicOp, _fleet_ops(delete_topic_ops)),
-        (WipeWritePermOp, _fleet_ops(wipe_write_perm_ops)),
-        (AddWritePermOp, _fleet_ops(add_write_perm_ops)),
-        (RegisterTopicOp, _fleet_ops(register_topic_ops)),
-    )
-    for cls, strategy in pairs:
-        register(cls, strategy)
-
-
 def _hypothesis_setup_hook() -> None:
     """Register routing's types with ``st.register_type_strategy``. Kept for hosts that
     call it; the ``hypothesis`` entry point goes through `routing.testing._hypothesis_hook`."""
-    _register_types(st.register_type_strategy)
+    register_value_types(st.register_type_strategy)
+    register_op_types(st.register_type_strategy)
 
 
 # Importing this module registers the types: it is what the entry point does, and it also
