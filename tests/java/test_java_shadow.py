@@ -30,12 +30,12 @@ from typing import Any
 
 import attrs
 import pytest
-from routing.pipeline._answers import route_digest
 from wire import SCAN_MS, RoutingServer, WireClient, eventually, properties_like_java
 from wire_requests import cmd, route
 
 import routing as r
 from routing.pipeline import analyze_local
+from routing.pipeline._answers import route_digest
 from routing.remoting import (
     RequestCode,
     ResponseCode,
