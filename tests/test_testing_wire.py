@@ -14,7 +14,7 @@ import pytest
 
 import routing as r
 from routing.remoting import RequestCode, ResponseCode, decode_route
-from routing.testing import FakeNameServer, Wire, WireError, serve_on_wire
+from routing.testing import FakeNameServer, WaitTimedOut, Wire, WireError, serve_on_wire
 from wire_helpers import WireClient, register
 
 
@@ -47,6 +47,17 @@ def test_a_tcp_registration_lands_in_the_fakes_tables_and_log(
     ns.wire.wait_for(lambda: ns.events_of("channel_closed") != ())
     ns.assert_expired("127.0.0.1:10911")
     ns.assert_no_route("TopicT")
+
+
+def test_wait_for_past_its_bound_names_the_bound(nameserver_on_wire: FakeNameServer) -> None:
+    ns = nameserver_on_wire
+    assert ns.wire is not None
+    with pytest.raises(WaitTimedOut) as caught:
+        ns.wire.wait_for(lambda: False, timeout_s=0)  # no wall time to wait at all
+    assert isinstance(caught.value, TimeoutError) and isinstance(caught.value, r.RoutingError)
+    assert (caught.value.field, caught.value.value) == ("timeout_s", 0)
+    assert f"{ns.name}: condition still false after 0 s" in str(caught.value)
+    ns.wire.wait_for(lambda: True, timeout_s=0)  # already true: returns
 
 
 def test_the_fakes_clock_expires_a_silent_tcp_broker_and_closes_its_connection(
