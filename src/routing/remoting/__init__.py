@@ -10,7 +10,8 @@ Four parts, each a folder of private modules behind this one face:
 * **name-server host** (``nameserver/``): `NameServerHost` and `serve`/`run_server`
   (``routing serve``) run the processor over asyncio;
 * **broker host** (``broker/``): `BrokerHost` and `serve_broker`/`run_broker`
-  (``routing broker``) drive a `routing.heartbeat` ``BrokerHeartbeat`` over TCP.
+  (``routing broker``) drive a `routing.heartbeat` ``BrokerHeartbeat`` over TCP; imported
+  on first use of one of those names, so a name server never loads the broker side.
 
 The codec and the processor are sans-I/O: feed bytes to a `FrameDecoder`, hand each
 `RemotingCommand` to `NameServerProcessor.process` with a channel handle, and write
@@ -28,8 +29,8 @@ The codec and the processor are sans-I/O: feed bytes to a `FrameDecoder`, hand e
 ('TOPIC_NOT_EXIST', 1)
 """
 
-from .broker._host import BrokerHost
-from .broker._serve import run_broker, serve_broker
+from typing import TYPE_CHECKING, Any
+
 from .nameserver._connection import Channel
 from .nameserver._host import NameServerHost
 from .nameserver._serve import run_server, serve
@@ -88,6 +89,10 @@ from .wire._codes import (
 )
 from .wire._frame_decoder import FrameDecoder, decode
 
+if TYPE_CHECKING:
+    from .broker._host import BrokerHost
+    from .broker._serve import run_broker, serve_broker
+
 __all__ = [
     # wire: frames and codes
     "FLAG_ONEWAY", "FLAG_RESPONSE", "FrameDecoder", "RemotingCommand", "decode", "encode",
@@ -109,3 +114,19 @@ __all__ = [
     # broker host
     "BrokerHost", "run_broker", "serve_broker",
 ]
+
+#: The broker host's names, imported on first use: a name server (``routing serve``,
+#: ``routing fake``, the test kit's wire) never loads ``routing.heartbeat`` or the broker
+#: host (about 15 ms of a process's start).
+_BROKER = {"BrokerHost": "_host", "run_broker": "_serve", "serve_broker": "_serve"}
+
+
+def __getattr__(name: str) -> Any:
+    """`BrokerHost`, `run_broker` and `serve_broker`, loaded on first use. O(1) after it."""
+    if name in _BROKER:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.broker.{_BROKER[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
