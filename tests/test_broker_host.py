@@ -291,3 +291,20 @@ def test_a_broker_without_topics_still_registers_its_system_topics() -> None:
             await host.shutdown()
 
     asyncio.run(asyncio.wait_for(scenario(), TIMEOUT_S))
+
+
+def test_the_remoting_face_imports_the_broker_side_on_first_use() -> None:
+    code = ("import sys\n"
+            "import routing.remoting as rm\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('routing.heartbeat',"
+            " 'routing.remoting.broker'))))\n"
+            "from routing.remoting.broker._host import BrokerHost\n"
+            "from routing.remoting.broker._serve import run_broker, serve_broker\n"
+            "print(rm.BrokerHost is BrokerHost, rm.run_broker is run_broker,"
+            " rm.serve_broker is serve_broker)\n"
+            "print(hasattr(rm, 'NoSuchName'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+                         ).stdout.splitlines()
+    assert out == ["[]", "True True True", "False"]
+

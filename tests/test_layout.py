@@ -274,10 +274,10 @@ ALLOWED = {
     "heartbeat": set(),
     "journal": set(),
     "remoting": {"heartbeat", "journal"},
-    "testing": set(),
+    "testing": {"remoting"},
     "sim": {"heartbeat", "journal"},
     "pipeline": {"journal"},
-    "cli": {"heartbeat", "pipeline", "remoting", "sim"},
+    "cli": {"heartbeat", "pipeline", "remoting", "sim", "testing"},
 }
 
 
@@ -293,3 +293,14 @@ def test_subpackages_import_only_what_the_map_allows(package: str):
     assert reached <= ALLOWED[package], f"routing.{package} imports {sorted(reached)}"
     index = (SRC.parent.parent / "docs" / "index.md").read_text(encoding="utf-8")
     assert f"| `routing.{package}` |" in index
+
+
+@pytest.mark.parametrize("path", sorted((SRC / "cli").glob("*.py")), ids=lambda p: p.name)
+def test_the_command_line_imports_only_public_faces(path: Path) -> None:
+    # The CLI assembles the command from each package's face (``routing``,
+    # ``routing.pipeline``, ``routing.remoting``, ``routing.testing``...), never from a
+    # private module of another package; its own private modules are its business.
+    private = sorted(m for m in _imports(path)
+                     if not m.startswith("routing.cli")
+                     and any(part.startswith("_") for part in m.split(".")))
+    assert private == [], f"cli/{path.name} imports private modules {private}"

@@ -3,7 +3,8 @@
 Builds the wheel and the sdist from this checkout, installs the wheel (not editable) with its
 ``testing`` and ``cli`` extras into a fresh virtual environment outside the checkout, and
 checks there that ``import routing``, ``routing --help``, the pytest plugin's fixtures
-(autoloaded, no conftest) and ``st.from_type(routing.TopicConfig)`` work; and that the wheel
+(autoloaded, no conftest; ``nameserver_on_wire`` answering over TCP, under ``-W error`` and
+``--strict-markers``) and ``st.from_type(routing.TopicConfig)`` work; and that the wheel
 holds ``py.typed`` and no tests or benchmarks. Exits non-zero with the reason on failure.
 """
 
@@ -26,6 +27,35 @@ def test_fixtures_are_autoloaded(fake_nameserver, routing_clock):
     broker.go_quiet()
     routing_clock.advance(200_000)
     fake_nameserver.assert_no_route("TopicTest")
+'''
+
+WIRE_TEST = '''
+import socket
+
+import pytest
+
+from routing.remoting import FrameDecoder, RemotingCommand, RequestCode, decode_route, encode
+
+
+@pytest.mark.routing(heartbeat_timeout_ms=10_000)
+def test_a_fake_on_the_wire(nameserver_on_wire, nameservers_on_wire):
+    ns = nameserver_on_wire
+    broker = ns.broker(name="broker-a", topics=["TopicTest"], queues=4)
+    host, port = ns.wire.address.rsplit(":", 1)
+    request = RemotingCommand(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, opaque=1,
+                              ext_fields={"topic": "TopicTest"})
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(encode(request))
+        decoder, frames = FrameDecoder(), []
+        while not frames:
+            frames = decoder.feed(sock.recv(65536))
+    assert decode_route(frames[0].body).queue_datas[0].write_queue_nums == 4
+    ns.wire.faults.add("busy", count=1)
+    broker.go_quiet()
+    ns.tick(15_000)
+    ns.assert_no_route("TopicTest")
+    ns1, ns2 = nameservers_on_wire(2)
+    assert ns1.clock is ns2.clock and ns1.wire.port != ns2.wire.port
 '''
 
 FROM_TYPE = '''
@@ -85,19 +115,22 @@ def main() -> None:
             sys.exit(f"versions disagree: metadata/__version__ {versions}, routing --version "
                      f"{shown}, wheel {wheels[0].name}")
         helped = run([str(env_dir / "bin" / "routing"), "--help"], cwd=work)
-        for command in ("analyze", "broker", "demo", "route", "serve", "simulate"):
+        for command in ("analyze", "broker", "demo", "fake", "route", "serve", "simulate"):
             if command not in helped:
                 sys.exit(f"`routing --help` does not list {command}:\n{helped}")
         project = work / "user-project"
         project.mkdir()
         (project / "test_user.py").write_text(PLUGIN_TEST, encoding="utf-8")
+        (project / "test_wire.py").write_text(WIRE_TEST, encoding="utf-8")
         run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
             cwd=project)
+        run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
+             "--strict-markers", "test_wire.py"], cwd=project)
         out = run([str(python), "-c", FROM_TYPE], cwd=project)
         if "from_type ok" not in out:
             sys.exit("st.from_type(routing.TopicConfig) did not run")
     print(f"package check: wheel and sdist built, installed outside the checkout, "
-          f"import/CLI/plugin/from_type ok ({time.monotonic() - started:.0f} s)")
+          f"import/CLI/plugin/wire fixture/from_type ok ({time.monotonic() - started:.0f} s)")
 
 
 if __name__ == "__main__":

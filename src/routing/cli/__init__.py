@@ -8,6 +8,7 @@ Subcommands are imported only when run, so ``routing --help`` never starts Spark
 - ``routing serve``: a name server speaking RocketMQ's remoting protocol.
 - ``routing broker``: a broker's registration and heartbeat against name servers.
 - ``routing route``: a topic's route as name servers answer it.
+- ``routing fake``: fake name servers on the wire, driven over HTTP (clock, brokers, faults).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SystemExit(
         "the routing command line needs its extra: pip install 'rocketmq-routing[cli]'") from exc
 
-from .._version import __version__
+from .. import __version__
 
 __all__ = ["main"]
 
@@ -39,6 +40,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                "Run a broker's registration and heartbeat against name servers."),
     "route": ("routing.cli._route", "route_command",
               "Ask name servers for a topic's route (GET_ROUTEINFO_BY_TOPIC)."),
+    "fake": ("routing.cli._fake", "fake_command",
+             "Fake name servers for client tests: time, brokers and faults over HTTP."),
 }
 
 

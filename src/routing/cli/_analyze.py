@@ -15,7 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from .._errors import InvalidRequest
+from .. import InvalidRequest
 from ..pipeline import (
     DEFAULT_INCIDENT_GAP_MS,
     InputCheck,

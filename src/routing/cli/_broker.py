@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import click
 
-from .._errors import RoutingError
-from .._values import TopicConfig
+from .. import RoutingError, TopicConfig
 from ..heartbeat import BrokerConfig
 from ..remoting import run_broker
 from ._hosting import configure_logging, split_listen

@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .._values import Perm, TopicRouteData
+from .. import Perm, TopicRouteData
 from ..remoting import RouteQueryError, encode_route, query_route
 from ._hosting import split_listen
 

@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import click
 
-from .._errors import RoutingError
+from .. import RoutingError
 from ..remoting import (
     NamesrvConfig,
     help_text,

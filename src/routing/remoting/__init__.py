@@ -11,7 +11,8 @@ Four parts, and a small client, each a folder of private modules behind this one
   (``routing serve``) run the processor over asyncio (`ListenError` when the address
   cannot be bound);
 * **broker host** (``broker/``): `BrokerHost` and `serve_broker`/`run_broker`
-  (``routing broker``) drive a `routing.heartbeat` ``BrokerHeartbeat`` over TCP;
+  (``routing broker``) drive a `routing.heartbeat` ``BrokerHeartbeat`` over TCP; imported
+  on first use of one of those names, so a name server never loads the broker side;
 * **client** (``client/``): `query_route`/`query_route_async` ask a name server for a
   topic's route (``routing route``), `RouteQueryError` when no answer is usable.
 
@@ -31,8 +32,8 @@ The codec and the processor are sans-I/O: feed bytes to a `FrameDecoder`, hand e
 ('TOPIC_NOT_EXIST', 1)
 """
 
-from .broker._host import BrokerHost
-from .broker._serve import run_broker, serve_broker
+from typing import TYPE_CHECKING, Any
+
 from .client._route_query import RouteQueryError, query_route, query_route_async
 from .nameserver._connection import Channel
 from .nameserver._host import NameServerHost
@@ -92,6 +93,10 @@ from .wire._codes import (
 )
 from .wire._frame_decoder import FrameDecoder, decode
 
+if TYPE_CHECKING:
+    from .broker._host import BrokerHost
+    from .broker._serve import run_broker, serve_broker
+
 __all__ = [
     # wire: frames and codes
     "FLAG_ONEWAY", "FLAG_RESPONSE", "FrameDecoder", "RemotingCommand", "decode", "encode",
@@ -116,3 +121,19 @@ __all__ = [
     # client
     "RouteQueryError", "query_route", "query_route_async",
 ]
+
+#: The broker host's names, imported on first use: a name server (``routing serve``,
+#: ``routing fake``, the test kit's wire) never loads ``routing.heartbeat`` or the broker
+#: host (about 15 ms of a process's start).
+_BROKER = {"BrokerHost": "_host", "run_broker": "_serve", "serve_broker": "_serve"}
+
+
+def __getattr__(name: str) -> Any:
+    """`BrokerHost`, `run_broker` and `serve_broker`, loaded on first use. O(1) after it."""
+    if name in _BROKER:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.broker.{_BROKER[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

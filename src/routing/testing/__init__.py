@@ -10,7 +10,11 @@ Shipped inside the package, the way fakeredis, pytest-httpserver, time-machine a
   `run_operations` to replay them, and `RouteModel`, a slow reference implementation;
 * `RouteStateMachine` — a hypothesis ``RuleBasedStateMachine`` comparing a system under
   test with `RouteModel` (needs ``pip install 'rocketmq-routing[testing]'``; imported lazily, so
-  the rest of this module works without hypothesis).
+  the rest of this module works without hypothesis);
+* `serve_on_wire` — the same fakes over RocketMQ's remoting protocol on loopback ports, for
+  real clients and brokers, with faults on demand (`Faults`) and the fake's clock still the
+  test's (imported lazily with `Wire`, `WireEndpoint` and the rest, see
+  ``docs/testing-clients.md``).
 
 The pytest fixtures live in `routing.testing.pytest_plugin`, the strategies in
 `routing.testing.strategies`.
@@ -20,7 +24,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ClockReentered, NameServerUnavailable, RouteMismatch, UnknownName
+from ._errors import (
+    ClockReentered,
+    NameServerUnavailable,
+    RouteMismatch,
+    UnknownName,
+    WaitTimedOut,
+)
 from ._fake import BrokerState, FakeBroker, FakeChannel, FakeClock, FakeEvent, FakeNameServer
 from ._model import RouteModel
 from ._ops import (
@@ -48,9 +58,16 @@ from ._ops import (
 from ._render import route_lines, side_by_side
 
 if TYPE_CHECKING:
+    from ._control import start_control
+    from ._faults import Fault, FaultError, Faults
+    from ._fleet import FakeFleet
     from ._machine import RouteStateMachine
+    from ._wire import Wire, WireEndpoint, WireError, serve_on_wire
+    from ._wire_records import WireConnection, WireRequest
 
 __all__ = (
+    "FakeFleet",
+    "start_control",
     "AddWritePermOp",
     "AdvanceOp",
     "BrokerSpec",
@@ -58,6 +75,9 @@ __all__ = (
     "ClockReentered",
     "CloseChannelOp",
     "DeleteTopicOp",
+    "Fault",
+    "FaultError",
+    "Faults",
     "FakeBroker",
     "FakeChannel",
     "FakeClock",
@@ -79,13 +99,27 @@ __all__ = (
     "ScanOp",
     "UnknownName",
     "UnregisterOp",
+    "WaitTimedOut",
     "WipeWritePermOp",
+    "Wire",
+    "WireConnection",
+    "WireEndpoint",
+    "WireError",
+    "WireRequest",
     "apply_operation",
     "describe",
     "route_lines",
     "run_operations",
+    "serve_on_wire",
     "side_by_side",
 )
+
+#: Names imported on first use (they pull in ``routing.remoting``), by module.
+_LAZY = {"Fault": "_faults", "FaultError": "_faults", "Faults": "_faults",
+         "Wire": "_wire", "WireEndpoint": "_wire", "WireError": "_wire",
+         "serve_on_wire": "_wire", "WireConnection": "_wire_records",
+         "WireRequest": "_wire_records", "FakeFleet": "_fleet",
+         "start_control": "_control"}
 
 
 def __getattr__(name: str) -> Any:
@@ -94,4 +128,8 @@ def __getattr__(name: str) -> Any:
         from ._machine import RouteStateMachine
 
         return RouteStateMachine
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

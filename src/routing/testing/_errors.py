@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .._errors import RoutingError
 
-__all__ = ["ClockReentered", "NameServerUnavailable", "RouteMismatch", "UnknownName"]
+__all__ = ["ClockReentered", "NameServerUnavailable", "RouteMismatch", "UnknownName",
+           "WaitTimedOut"]
 
 
 class NameServerUnavailable(RoutingError, ConnectionError):
@@ -32,7 +33,14 @@ class ClockReentered(RoutingError, RuntimeError):
     moving time during a scheduled scan or registration): time would fork."""
 
 
+class WaitTimedOut(RoutingError, TimeoutError):
+    """A wait for what a real process does on its own (`WireEndpoint.wait_for`: a broker
+    registering, a client asking) ran out of wall time; ``field`` is ``timeout_s``. A
+    ``TimeoutError``, as any wait's end is."""
+
+
 # Tracebacks and doctests name them where users import them: ``routing.testing.RouteMismatch``.
-for _error in (NameServerUnavailable, RouteMismatch, UnknownName, ClockReentered):
+for _error in (NameServerUnavailable, RouteMismatch, UnknownName, ClockReentered,
+               WaitTimedOut):
     _error.__module__ = "routing.testing"
 del _error

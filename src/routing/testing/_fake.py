@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import attrs
 
@@ -30,6 +30,10 @@ from .._values import DataVersion, Perm, TopicConfig, TopicRouteData
 from ._errors import NameServerUnavailable, UnknownName
 from ._fake_asserts import RouteAssertions
 from ._fake_clock import FakeClock, _run_until
+from ._fake_lock import FakeLock, guarded
+
+if TYPE_CHECKING:
+    from ._wire_face import WireFace
 
 __all__ = [
     "BrokerState",
@@ -55,7 +59,8 @@ class FakeEvent:
     ``kind`` is one of ``register``, ``rejected``, ``heartbeat``, ``unregister``,
     ``expired``, ``channel_closed``, ``route_changed``, ``topic_created``,
     ``topic_updated``, ``topic_deleted``, ``quiet``, ``admin``, ``stopped``, ``started``,
-    ``unavailable``. ``broker`` is the broker address involved, if any.
+    ``unavailable``; served on the wire also ``fault``, ``frozen``, ``thawed``.
+    ``broker`` is the broker address involved, if any.
     """
 
     at_ms: int
@@ -94,6 +99,7 @@ def _system_topic(name: str) -> TopicConfig | None:
                        perm=Perm.INHERIT | Perm.READ | Perm.WRITE)
 
 
+@guarded(lambda broker: broker.server._lock)
 @attrs.define(kw_only=True, eq=False, repr=False)
 class FakeBroker:
     """A broker talking to one `FakeNameServer`. Create it with `FakeNameServer.broker`.
@@ -276,6 +282,7 @@ class FakeBroker:
 # --------------------------------------------------------------------------- name server
 
 
+@guarded(lambda server: server._lock)
 class FakeNameServer(RouteAssertions):
     """A name server for tests: one `RouteInfoManager`, one clock, fake brokers.
 
@@ -299,7 +306,9 @@ class FakeNameServer(RouteAssertions):
     ``config.scan_interval_ms`` (5 000 ms, Java); scans run at every multiple of it since
     the server was created (fixed rate). ``register_interval_ms`` (default 30 000 ms;
     None turns it off) is how often online brokers re-register by themselves.
-    ``auto_scan=False`` leaves scanning to `scan`.
+    ``auto_scan=False`` leaves scanning to `scan`. Every public method holds the
+    clock's lock, so a served fake (``wire``, `serve_on_wire`) can be driven from the test's
+    thread while the server loop answers requests.
     """
 
     _names = itertools.count(1)
@@ -322,6 +331,10 @@ class FakeNameServer(RouteAssertions):
         self.register_interval_ms = register_interval_ms
         self.auto_scan = auto_scan
         self.name = name if name is not None else f"namesrv-{next(self._names)}"
+        self._lock = self.clock.lock if isinstance(self.clock, FakeClock) else FakeLock()
+        #: The endpoint serving this fake over TCP (a `routing.testing.WireEndpoint`, set by
+        #: `serve_on_wire`), else None.
+        self.wire: WireFace | None = None
         self._events: list[FakeEvent] = []
         self._pending: list[FakeEvent] = []
         self._brokers: list[FakeBroker] = []
@@ -451,6 +464,8 @@ class FakeNameServer(RouteAssertions):
         registrations fail (and are logged), no scans run."""
         self.running = False
         self._log("stopped", "name server stopped")
+        if self.wire is not None:
+            self.wire._stopped()
 
     def start(self) -> None:
         """Start a stopped name server afresh: all routing state is lost, as with a real
@@ -464,6 +479,8 @@ class FakeNameServer(RouteAssertions):
         for b in self._brokers:
             b.channel = None
         self._log("started", "name server started with empty tables")
+        if self.wire is not None:
+            self.wire._started()
 
     # ------------------------------------------------------------------ event log
 
@@ -539,6 +556,8 @@ class FakeNameServer(RouteAssertions):
                                  f"{e.last_update_ms} ms + timeout {e.timeout_ms} ms < now",
                       e.broker_addr, flush=False)
         self._flush_changes()
+        if gone and self.wire is not None:
+            self.wire._expired(gone)
         return gone
 
     def _next_due_ms(self) -> int | None:

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from .._clock import ManualClock
 from ._errors import ClockReentered
+from ._fake_lock import FakeLock
 
 __all__ = ["FakeClock", "Scheduled"]
 
@@ -30,12 +31,14 @@ class FakeClock(ManualClock):
     moved by the test, by code under test, or by any fake sharing the clock, and the
     fakes still behave as if their schedulers had fired on time. At one instant,
     registrations run before scans, name server by name server in creation order.
+    ``lock`` is the `FakeLock` of every fake on this clock; moving time holds it.
     """
 
     def __init__(self, start_ms: int = 0) -> None:
         super().__init__(start_ms)
         self._servers: list[weakref.ref[Scheduled]] = []
         self._stepping = False
+        self.lock = FakeLock()
 
     def _attach(self, server: Scheduled) -> None:
         self._servers.append(weakref.ref(server))
@@ -56,11 +59,12 @@ class FakeClock(ManualClock):
         """Jump to instant ``ms`` (not earlier than now), running due work on the way."""
         if not isinstance(ms, int) or isinstance(ms, bool) or ms < self.now_ms():
             return super().set(ms)  # raises: not milliseconds, or going backwards
-        if self._stepping:
-            raise ClockReentered(f"the clock was moved to {ms} ms from inside a scheduled "
-                                 f"step (a listener or wrapper must not move time)",
-                                 field="ms", value=ms)
-        _run_until(self, self._attached(), ms)
+        with self.lock:
+            if self._stepping:
+                raise ClockReentered(f"the clock was moved to {ms} ms from inside a "
+                                     f"scheduled step (a listener or wrapper must not move "
+                                     f"time)", field="ms", value=ms)
+            _run_until(self, self._attached(), ms)
         return ms
 
     def _jump(self, ms: int) -> None:

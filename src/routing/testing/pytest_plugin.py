@@ -9,6 +9,10 @@ Fixtures, each function-scoped:
 * ``fake_nameserver`` — a `routing.testing.FakeNameServer` on the same clock and config
   (with its own manager: ``fake_nameserver.manager``). Advancing the clock, from
   anywhere, runs its scans at every ``scan_interval_ms``.
+* ``nameserver_on_wire`` — ``fake_nameserver`` served over RocketMQ's remoting protocol on
+  a free loopback port (``ns.wire.address``), for real clients and brokers;
+  ``nameservers_on_wire(n)`` makes ``n`` more on the same clock, one port each
+  (``routing.testing._wire_fixtures``, docs/testing-clients.md).
 
 Marker::
 
@@ -28,8 +32,10 @@ from .._errors import InvalidType
 from .._manager import RouteInfoManager
 from .._messages import RoutingConfig
 from ._fake import FakeClock, FakeNameServer
+from ._wire_fixtures import nameserver_on_wire, nameservers_on_wire
 
-__all__ = ["fake_nameserver", "route_manager", "routing_clock", "routing_config"]
+__all__ = ["fake_nameserver", "nameserver_on_wire", "nameservers_on_wire", "route_manager",
+           "routing_clock", "routing_config"]
 
 MARKER = "routing"
 _KEYWORDS = ("start_ms", "heartbeat_timeout_ms", "scan_interval_ms")

@@ -57,26 +57,28 @@ class NameServerHost:
     """Serves a `NameServerProcessor` over TCP with asyncio.
 
     ``port=0`` picks a free port; `start` returns the bound ``(host, port)``. Sizes are in
-    bytes, times in ms. A connection that sent nothing for ``idle_timeout_ms`` is closed
-    (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s; None disables), checked at each
-    scan. Requests wait in one bounded queue per class (``nameserver/_admission.py``):
-    route reads (``client_queue_capacity``, Java's 50 000) and the rest
-    (``default_queue_capacity``, Java's 10 000), each also bounded by ``queue_bytes``;
-    past either bound a request is answered SYSTEM_BUSY. `close` is graceful: requests
-    already read are answered before the connections close (up to ``grace_ms``).
-    Use ``async with`` or `start`/`close`. Cost per request: the processor's, plus O(frame)
-    to decode and encode in place; memory per connection: a partial frame, its last body
-    and up to ``write_buffer_bytes`` of answers.
+    bytes, times in ms. ``scan_interval_ms=None`` runs no expiry timer: whoever owns the
+    clock (a test's manual clock, `routing.testing`) scans and hands the outcome to
+    `scanned`, so one host serves either clock. A connection that sent nothing for
+    ``idle_timeout_ms`` is closed (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s;
+    None disables), checked at each scan. Requests wait in one bounded queue per class
+    (``nameserver/_admission.py``): route reads (``client_queue_capacity``, Java's
+    50 000) and the rest (``default_queue_capacity``, Java's 10 000), each also bounded
+    by ``queue_bytes``; past either bound a request is answered SYSTEM_BUSY. `close` is
+    graceful: requests already read are answered before the connections close (up to
+    ``grace_ms``). Use ``async with`` or `start`/`close`. Cost per request: the
+    processor's, plus O(frame) to decode and encode in place; memory per connection: a
+    partial frame, its last body and up to ``write_buffer_bytes`` of answers.
     """
 
     def __init__(self, processor: NameServerProcessor, *, host: str = "127.0.0.1",
-                 port: int = 9876, scan_interval_ms: int = 5_000,
+                 port: int = 9876, scan_interval_ms: int | None = 5_000,
                  max_frame_bytes: int = MAX_FRAME_BYTES, read_chunk_bytes: int = 256 * 1024,
                  write_buffer_bytes: int = 4 * 1024 * 1024,
                  idle_timeout_ms: int | None = 120_000,
                  client_queue_capacity: int = 50_000, default_queue_capacity: int = 10_000,
                  queue_bytes: int = 64 * 1024 * 1024, grace_ms: int = 10_000) -> None:
-        if scan_interval_ms <= 0:
+        if scan_interval_ms is not None and scan_interval_ms <= 0:
             raise InvalidRequest(f"scan_interval_ms must be > 0, got {scan_interval_ms}",
                                  field="scan_interval_ms", value=scan_interval_ms)
         self.queues = {CLIENT: ClassQueue(CLIENT, capacity=client_queue_capacity,
@@ -126,7 +128,8 @@ class NameServerHost:
         self._server = await loop.create_server(self._connection, self.host, self.port)
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
-        self._scanner = asyncio.create_task(self._scan_loop(), name="routing-scan")
+        if self.scan_interval_ms is not None:
+            self._scanner = asyncio.create_task(self._scan_loop(), name="routing-scan")
         self._workers = [asyncio.create_task(self._worker(q), name=f"routing-{name}")
                          for name, q in self.queues.items()]
         _log(logging.INFO, "listening", host=self.host, port=self.port,
@@ -312,10 +315,8 @@ class NameServerHost:
 
     def _close_channels(self, channels: tuple[Hashable, ...]) -> None:
         for channel in channels:
-            conn = self._connections.get(channel) if isinstance(channel, Channel) else None
-            if conn is not None:
-                _log(logging.INFO, "channel_closing", channel=channel, reason="expired")
-                conn.close()
+            if isinstance(channel, Channel):
+                self.close_channel(channel, "expired")
 
     # ------------------------------------------------------------------ timers, notifications
 
@@ -342,7 +343,7 @@ class NameServerHost:
 
     async def _scan_loop(self) -> None:
         seen = tuple(self.processor.settings.get(k) for k in _HOST_KEYS)
-        while True:
+        while self.scan_interval_ms is not None:
             await asyncio.sleep(self.scan_interval_ms / 1000)
             seen = self._follow_settings(seen)
             try:
@@ -350,19 +351,47 @@ class NameServerHost:
             except Exception:  # keep scanning; the error is the manager's to report
                 log.exception("scan_expired failed", extra={"event": "scan_error"})
                 continue
-            if self.metrics is not None and outcome.removed:
-                self.metrics.broker_removed("expired", len(outcome.removed))
-            for gone in outcome.removed:
-                _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
-                     broker_name=gone.broker_name, broker_addr=gone.broker_addr,
-                     last_update_ms=gone.last_update_ms, timeout_ms=gone.timeout_ms)
-            self._deliver(outcome, None)
-            self._close_idle()
-            rejected = sum(q.rejected for q in self.queues.values())
-            if rejected > self._busy_logged:
-                _log(logging.WARNING, "overloaded", rejected=rejected - self._busy_logged,
-                     **{f"{n}_queued": len(q) for n, q in self.queues.items()})
-                self._busy_logged = rejected
+            self.scanned(outcome)
+
+    def scanned(self, outcome: Outcome) -> None:
+        """Act on one expiry scan's `Outcome` (`NameServerProcessor.scan`): log and count
+        the removed brokers, close their channels, send the notices, close idle
+        connections. The timer calls it after each scan; with ``scan_interval_ms=None``
+        the clock's owner does. Call it on the host's event loop."""
+        if self.metrics is not None and outcome.removed:
+            self.metrics.broker_removed("expired", len(outcome.removed))
+        for gone in outcome.removed:
+            _log(logging.INFO, "broker_removed", reason="expired", cluster=gone.cluster,
+                 broker_name=gone.broker_name, broker_addr=gone.broker_addr,
+                 last_update_ms=gone.last_update_ms, timeout_ms=gone.timeout_ms)
+        self._deliver(outcome, None)
+        self._close_idle()
+        rejected = sum(q.rejected for q in self.queues.values())
+        if rejected > self._busy_logged:
+            _log(logging.WARNING, "overloaded", rejected=rejected - self._busy_logged,
+                 **{f"{n}_queued": len(q) for n, q in self.queues.items()})
+            self._busy_logged = rejected
+
+    def send(self, channel: Channel, command: RemotingCommand) -> bool:
+        """Write ``command`` on ``channel``'s connection (a reply held back, e.g. by a
+        test's injected delay); False when that connection is gone. Call it on the
+        host's event loop."""
+        conn = self._connections.get(channel)
+        if conn is None or conn.is_closing():
+            return False
+        conn.write(encode(command))
+        return True
+
+    def close_channel(self, channel: Channel, reason: str) -> bool:
+        """Close ``channel``'s connection once its buffered answers are written; its
+        brokers are removed as for any closed connection. False when it is gone. Call it
+        on the host's event loop."""
+        conn = self._connections.get(channel)
+        if conn is None or conn.is_closing():
+            return False
+        _log(logging.INFO, "channel_closing", channel=channel, reason=reason)
+        conn.close()
+        return True
 
     def _close_idle(self) -> None:
         if self.idle_timeout_ms is None:
