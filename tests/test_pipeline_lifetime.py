@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 import routing as r
 from pipeline_scenarios import operations, play
@@ -471,6 +471,18 @@ def _model_availability(route_changes: list[Row], sessions: list[Row],
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(operations(min_size=10, max_size=80))
+# Found by CI: a restart makes two answers at one instant (writable, then not); the
+# writable one lasts 0 ms and must not split the run of down time into two outages.
+@example(ops=[("register", 1, 0, 0, 0, 0, [], 0, 0, None, False, 0, False),
+              ("register", 1, 0, 0, 0, 0, [], 0, 0, None, False, 0, False),
+              ("register", 1, 0, 0, 0, 0, [], 0, 0, None, False, 0, False),
+              ("register", 1, 0, 0, 0, 0, [0], 0, 0, None, False, 0, False),
+              ("advance", 1),
+              ("register", 1, 0, 0, 0, 0, [], 0, 0, None, False, 0, False),
+              ("register", 1, 0, 0, 0, 0, [], 0, 0, None, False, 0, False),
+              ("register", 1, 0, 0, 0, 0, [0], 0, 0, None, False, 1, True),
+              ("restart", 0),
+              ("advance", 1)])
 def test_life_availability_on_generated_operations(ops: list[Any]) -> None:
     tables = analyze_local(play(ops, nameservers=3))
     rows = tables["availability"]

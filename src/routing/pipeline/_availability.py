@@ -86,10 +86,13 @@ class _Life:
         if self.alive:
             self.life += to - self.t
             if self.writable:
+                self.close_outage(self.t)
                 self.up += to - self.t
             elif self.down_since is None:
                 self.outages += 1
                 self.down_since = self.t
+        else:
+            self.close_outage(self.t)  # a pause of the life ends a run of down time
         self.t = to
 
     def close_outage(self, at: int) -> None:
@@ -136,14 +139,14 @@ class TopicLife:
             return
         if not present and me.alive and me.groups and not any(
                 (ns, g, at) in self.removals for g in me.groups):
-            me.close_outage(at)
             me.alive, me.deleted_at = False, at
             me.deletions += 1
         elif present and not me.alive:
             me.alive, me.deleted_at = True, None
+        # An outage ends where time passes writable or paused (`_Life.advance`), not at a
+        # change: an answer that is writable for 0 ms (two changes at one instant) does not
+        # split a run of down time, nor does a deletion undone at the same instant.
         me.writable = writable
-        if writable:
-            me.close_outage(at)
         if present:
             me.groups = tuple(groups)
 
