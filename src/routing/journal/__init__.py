@@ -62,6 +62,7 @@ from ._reader import (
 )
 from ._recorder import JournalRecorder
 from ._replay import Replayer, ReplayError, ReplayEvent, replay
+from ._snapshot import JournalSnapshot
 
 __all__ = (
     "JOURNAL_FORMAT",
@@ -80,6 +81,7 @@ __all__ = (
     "JournalRecord",
     "JournalRecorder",
     "JournalSink",
+    "JournalSnapshot",
     "SCHEMA_DDL",
     "QueryDataVersion",
     "Register",

@@ -40,6 +40,7 @@ from ._format import (
     config_from_json,
     open_journal,
 )
+from ._snapshot import JournalSnapshot, decode_snapshot
 
 __all__ = [
     "MAX_TS_JUMP_MS",
@@ -192,6 +193,8 @@ class JournalReader:
                 raise _Bad(f"not a JSON object: {type(doc).__name__}")
             if "journal" in doc:
                 return self._header(doc, source, line_number)
+            if doc.get("op") == "snapshot":
+                return self._snapshot(doc, source, line_number)
             record = self._record(doc, source, line_number)
             if prefix is not None and record.op in _CACHED_OPS:
                 self._remember(prefix, line, record, doc)
@@ -340,6 +343,19 @@ class JournalReader:
             self._ns[ns] = _NsState(last_seq=seq, last_ts=start)
         return JournalHeader(nameserver_id=ns, seq=seq, start_ms=start, config=config,
                              version=version)
+
+    def _snapshot(self, doc: dict[str, Any], source: str, line_number: int) -> JournalSnapshot:
+        """A ``snapshot`` line: checked like a record (order, fields, the state), then the
+        name server's table ids end (``docs/journal.md``); a name server without a header
+        starts at it (a journal, or a segment of one, may begin at a snapshot)."""
+        entry = decode_snapshot(doc)
+        ns, seq, ts = entry.nameserver_id, entry.seq, entry.at_ms
+        state = self._ns.get(ns)
+        if state is not None:
+            self._check_order(ns, state, seq, ts)
+            self._accept(ns, state, seq, ts, source, line_number)
+        self._ns[ns] = _NsState(last_seq=seq, last_ts=ts)  # no table id survives it
+        return entry
 
     @staticmethod
     def _check_order(ns: str, state: _NsState, seq: int, ts: int, *,

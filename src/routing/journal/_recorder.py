@@ -36,6 +36,7 @@ from ._calls import (
     encode_channel,
 )
 from ._format import JournalHeader, JournalSink, dumps
+from ._snapshot import SnapshotSchedule, snapshot_line
 
 __all__ = ["JournalRecorder"]
 
@@ -68,6 +69,12 @@ class JournalRecorder:
     read just before the call. A call that raises changed nothing and is not written. Read
     calls are forwarded and not written: they change nothing.
 
+    With ``snapshot_every_ms`` (journal time, ms) and/or ``snapshot_every_records``, a
+    ``snapshot`` line with the manager's whole state follows the first line written once
+    that much time or that many lines passed since the last snapshot (or the header), and
+    every table is written again in full on its next use (``docs/journal.md``,
+    "Snapshots"): a replay can then start at any snapshot. Off by default.
+
     Thread-safe: one lock spans apply-and-write, so line order is application order. The
     sink is not flushed or closed here. Cost per call: the manager's, plus one JSON encoding
     of the record (O(1) for a registration whose table was already written, O(topics) once
@@ -75,7 +82,9 @@ class JournalRecorder:
     """
 
     def __init__(self, manager: RouteInfoManager, sink: JournalSink, *,
-                 nameserver_id: str) -> None:
+                 nameserver_id: str, snapshot_every_ms: int | None = None,
+                 snapshot_every_records: int | None = None) -> None:
+        self._snapshots = SnapshotSchedule.of(snapshot_every_ms, snapshot_every_records)
         self._lock = threading.RLock()
         self._sink = sink
         self._nameserver_id = nameserver_id
@@ -92,6 +101,7 @@ class JournalRecorder:
         #: Every line starts with this, then the sequence number.
         self._prefix = '{"ns":' + dumps(nameserver_id) + ',"seq":'
         self._write_header(manager)
+        self._snapshots.start(manager.clock.now_ms(), self._seq)
 
     # ------------------------------------------------------------------ state
 
@@ -147,7 +157,26 @@ class JournalRecorder:
         line = dumps({"ts": ts, "op": call.op, "cluster": cluster, "broker_name": broker_name,
                       "broker_addr": broker_addr, "args": args})
         self._sink.write(f"{self._prefix}{self._seq},{line[1:]}\n")
+        if ts >= self._snapshots.due_ms or self._seq >= self._snapshots.due_seq:
+            self._snapshot(ts)
         return result
+
+    def write_snapshot(self) -> None:
+        """Write a ``snapshot`` line now (besides the scheduled ones), at the clock's time.
+        O(state)."""
+        with self._lock:
+            self._snapshot(self._manager.clock.now_ms())
+
+    def _snapshot(self, ts: int) -> None:
+        """Write the manager's state as the next line (``_snapshot.py``), then forget every
+        table: each is written again in full on its next use, so no line after the
+        snapshot needs one before it. The caller holds the lock. O(state)."""
+        self._seq += 1
+        self._sink.write(snapshot_line(self._nameserver_id, self._seq, ts, self._manager,
+                                       self._channel_refs) + "\n")
+        self._tables.clear()
+        self._last_table.clear()
+        self._snapshots.start(ts, self._seq)
 
     def _find_table(self, reg: Registration) -> tuple[list[_Table], int]:
         """The kept tables of the registration's address, and the index of the one equal to
@@ -204,6 +233,8 @@ class JournalRecorder:
                 reg.broker_name, reg.data_version, kept[-1][1])
             if result.accepted:
                 self._groups[(reg.cluster, reg.broker_addr)] = reg.broker_name
+            if ts >= self._snapshots.due_ms or self._seq >= self._snapshots.due_seq:
+                self._snapshot(ts)
             return result
 
     def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,

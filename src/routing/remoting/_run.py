@@ -32,8 +32,8 @@ class _Settable(Protocol):
     def set(self) -> None: ...
 
 
-def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver_id: str
-                  ) -> tuple[RouteManager, IO[str], Path]:
+def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver_id: str,
+                  snapshot_every_ms: int | None = None) -> tuple[RouteManager, IO[str], Path]:
     """Wrap ``manager`` in ``routing.journal.JournalRecorder`` writing a new JSON Lines file
     ``<journal_dir>/<nameserver_id>-<start ms>.jsonl`` (line-buffered: every record is on
     disk once its call returns)."""
@@ -52,7 +52,9 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
     path = directory / f"{safe}-{manager.clock.now_ms()}.jsonl"
     sink = open(path, "x", encoding="utf-8", newline="\n", buffering=1)  # noqa: SIM115
     try:
-        recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id)
+        more = {} if snapshot_every_ms is None else {"snapshot_every_ms": snapshot_every_ms}
+        recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id,
+                                                **more)
     except BaseException:
         sink.close()
         raise
@@ -62,6 +64,7 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
 async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 manager: RouteInfoManager | None = None, config: RoutingConfig | None = None,
                 scan_interval_ms: int | None = None, journal_dir: str | Path | None = None,
+                journal_snapshot_every_ms: int | None = None,
                 ready_event: _Settable | None = None,
                 stop_event: asyncio.Event | None = None,
                 install_signal_handlers: bool = True,
@@ -82,8 +85,10 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``ready_event`` (an asyncio or threading Event) is set once listening, and
     ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
     ``journal_dir``, every write call is journaled (``routing.journal``) under
-    ``nameserver_id`` (default ``host:port``). ``metrics=(host, port)`` serves Prometheus
-    text at ``/metrics`` there (the ``metrics`` extra). Returns the address it listened on.
+    ``nameserver_id`` (default ``host:port``), with a snapshot of the tables every
+    ``journal_snapshot_every_ms`` of journal time when given. ``metrics=(host, port)``
+    serves Prometheus text at ``/metrics`` there (the ``metrics`` extra). Returns the
+    address it listened on.
     """
     if settings is not None:
         if config is not None and config != settings.routing:
@@ -110,7 +115,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     journal: IO[str] | None = None
     if journal_dir is not None:
         routes, journal, path = _open_journal(journal_dir, manager,
-                                              nameserver_id or f"{host}:{port}")
+                                              nameserver_id or f"{host}:{port}",
+                                              journal_snapshot_every_ms)
         _log(logging.INFO, "journal_opened", path=path)
     processor = NameServerProcessor(routes, kv=kv, settings=settings, renew_unchanged=True)
     current = processor.settings

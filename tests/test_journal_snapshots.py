@@ -1,0 +1,224 @@
+"""Snapshot records in journals: the recorder writes them on schedule, the reader checks
+them and ends table ids at them, the replay compares them with the state it rebuilt, and a
+replay may start at any of them."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+import routing as r
+from routing.journal import (
+    JournalRecorder,
+    JournalSnapshot,
+    Replayer,
+    ReplayEvent,
+    read_journal,
+    replay,
+)
+from routing.sim import SimConfig, simulate
+
+CLUSTER = "DefaultCluster"
+
+
+def _reg(name: str = "broker-a", broker_id: int = 0, *, counter: int = 1,
+         channel: Any = 1) -> r.Registration:
+    return r.Registration(
+        cluster=CLUSTER, broker_name=name, broker_id=broker_id,
+        broker_addr=f"10.0.{ord(name[-1]) - 96}.{broker_id + 1}:10911",
+        data_version=r.DataVersion(counter=counter), channel=channel,
+        topics={t: r.TopicConfig(topic_name=t) for t in (name, "TopicX")})
+
+
+def _recorded(**schedule: Any) -> tuple[r.ManualClock, JournalRecorder, io.StringIO]:
+    clock = r.ManualClock(start_ms=1_000)
+    sink = io.StringIO()
+    return clock, JournalRecorder(r.RouteInfoManager(clock=clock), sink,
+                                  nameserver_id="ns-0", **schedule), sink
+
+
+def _docs(sink: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in sink.getvalue().splitlines()]
+
+
+# --------------------------------------------------------------------------- the recorder
+
+
+def test_a_snapshot_follows_the_first_line_after_the_interval():
+    clock, ns, sink = _recorded(snapshot_every_ms=60_000)
+    for _ in range(6):  # a registration every 30 s
+        ns.register(_reg())
+        clock.advance(30_000)
+    docs = _docs(sink)
+    assert [(d["seq"], d["ts"], d["op"]) for d in docs] == [
+        (0, 1_000, "header"), (1, 1_000, "register"), (2, 31_000, "register"),
+        (3, 61_000, "register"), (4, 61_000, "snapshot"), (5, 91_000, "register"),
+        (6, 121_000, "register"), (7, 121_000, "snapshot"), (8, 151_000, "register")]
+    # every table is written again in full on its first use after a snapshot
+    assert ["table" in d["args"] for d in docs if d["op"] == "register"] == [
+        True, False, False, True, False, True]
+    snap = docs[4]
+    assert list(snap) == ["ns", "seq", "ts", "op", "cluster", "broker_name", "broker_addr",
+                          "args"]
+    assert snap["args"]["format"] == 1
+    assert snap["args"]["live"][0][4] == 61_000  # the refresh of the line before it
+    assert (snap["cluster"], snap["broker_name"], snap["broker_addr"]) == (None, None, None)
+
+
+def test_snapshots_by_record_count_and_on_demand():
+    clock, ns, sink = _recorded(snapshot_every_records=3)
+    for _ in range(7):
+        ns.heartbeat(cluster=CLUSTER, broker_addr="10.0.1.1:10911")
+    ns.write_snapshot()
+    assert [d["op"][0] for d in _docs(sink)] == list("hhhhshhhshs")
+    assert read_journal(sink.getvalue().splitlines()).ok
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"snapshot_every_ms": 0}, "snapshot_every_ms"),
+    ({"snapshot_every_records": "10"}, "snapshot_every_records"),
+])
+def test_a_bad_schedule_is_refused(kwargs, field):
+    with pytest.raises(r.InvalidRequest) as caught:
+        _recorded(**kwargs)
+    assert caught.value.field == field
+
+
+def test_version_queries_stop_naming_a_table_at_a_snapshot():
+    clock, ns, sink = _recorded(snapshot_every_ms=10_000)
+    reg = _reg()
+    ns.register(reg)
+    ns.query_data_version(cluster=CLUSTER, broker_addr=reg.broker_addr,
+                          data_version=reg.data_version)
+    clock.advance(10_000)
+    ns.query_data_version(cluster=CLUSTER, broker_addr=reg.broker_addr,
+                          data_version=reg.data_version)  # then the snapshot
+    ns.query_data_version(cluster=CLUSTER, broker_addr=reg.broker_addr,
+                          data_version=reg.data_version)
+    docs = _docs(sink)
+    assert [d["op"] for d in docs][-2:] == ["snapshot", "query_data_version"]
+    assert [d["args"] for d in docs if d["op"] == "query_data_version"] == [
+        {"table_id": 1}, {"table_id": 1},
+        {"data_version": {"stateVersion": 0, "timestamp": 0, "counter": 1}}]
+    assert read_journal(sink.getvalue().splitlines()).ok
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+def _with_snapshot() -> list[str]:
+    clock, ns, sink = _recorded(snapshot_every_ms=30_000)
+    ns.register(_reg())
+    clock.advance(30_000)
+    ns.register(_reg())  # then the snapshot (seq 3)
+    ns.register(_reg())  # defines table 2
+    return sink.getvalue().splitlines()
+
+
+def test_table_ids_end_at_a_snapshot():
+    lines = _with_snapshot()
+    old = json.loads(lines[2])  # a reference to table 1, from before the snapshot
+    old.update(seq=5)
+    result = read_journal([*lines, json.dumps(old, separators=(",", ":"))])
+    assert [(b.line_number, b.reason) for b in result.rejected] == [(6, "unknown table_id 1")]
+
+
+def test_a_journal_may_begin_at_a_snapshot():
+    lines = _with_snapshot()
+    result = read_journal(lines[3:])
+    assert result.ok
+    assert [type(e).__name__ for e in result.records] == ["JournalSnapshot", "JournalRecord"]
+    snap = result.records[0]
+    assert isinstance(snap, JournalSnapshot)
+    assert (snap.nameserver_id, snap.seq, snap.at_ms) == ("ns-0", 3, 31_000)
+    assert [e.broker_name for e in snap.state.groups] == ["broker-a"]
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    (lambda d: d["args"].update(format=9), "invalid: snapshot.format must be 1"),
+    (lambda d: d["args"]["live"][0].__setitem__(3, -1), "invalid: snapshot.live[0]: "),
+    (lambda d: d.update(cluster=CLUSTER), "invalid: snapshot: top-level cluster must be null"),
+    (lambda d: d.update(extra=1), "invalid: snapshot: unknown field(s) 'extra'"),
+    (lambda d: d.update(seq=2), "seq 2 of 'ns-0' is not after"),
+    (lambda d: d.update(ts=5), "ts 5 of 'ns-0' is before"),
+])
+def test_a_bad_snapshot_is_rejected_and_changes_nothing(edit, reason):
+    lines = _with_snapshot()
+    doc = json.loads(lines[3])
+    edit(doc)
+    result = read_journal([*lines[:3], json.dumps(doc), *lines[4:]])
+    assert [b.line_number for b in result.rejected] == [4]
+    assert result.rejected[0].reason.startswith(reason)
+    # the line after it still reads: it defines its own table
+    assert [e.seq for e in result.records] == [0, 1, 2, 4]
+
+
+def test_a_lost_snapshot_is_a_gap():
+    lines = _with_snapshot()
+    result = read_journal(lines[:3] + lines[4:])
+    assert [(g.after_seq, g.next_seq) for g in result.gaps] == [(2, 4)]
+
+
+# --------------------------------------------------------------------------- the replay
+
+
+def _sim(snapshot_every_ms: int | None, seed: int = 5) -> Any:
+    return simulate(SimConfig(groups=4, slaves=1, nameservers=3, duration_ms=1_800_000,
+                              seed=seed, faults="heavy", clients=2,
+                              snapshot_every_ms=snapshot_every_ms))
+
+
+def _calls(events: list[ReplayEvent]) -> list[tuple[Any, ...]]:
+    """What each call did, without sequence numbers (snapshots take some)."""
+    return [(e.nameserver_id, e.op, e.at_ms, e.change, e.result) for e in events
+            if e.op != "snapshot"]
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_snapshots_change_no_replayed_event_and_all_match(seed):
+    plain, snapped = _sim(None, seed), _sim(120_000, seed)
+    assert plain.changes == snapped.changes  # writing snapshots changes nothing live
+    players = Replayer(), Replayer()
+    events = [list(replay(sim.read_journals().records, replayer=p))
+              for sim, p in zip((plain, snapped), players, strict=True)]
+    assert _calls(events[0]) == _calls(events[1])
+    checks = [e.result for e in events[1] if e.op == "snapshot"]
+    assert len(checks) >= 3 * 14 and all(checks)
+    restarts = [e for e in events[1] if e.op == "header" and e.seq > 0]
+    assert restarts, "the heavy profile restarts a name server"
+    for ns, manager in players[1].managers.items():
+        assert r.snapshot_manager(manager) == r.snapshot_manager(players[0].managers[ns])
+
+
+def test_a_replay_started_at_any_snapshot_continues_as_the_whole_one():
+    sim = _sim(300_000)
+    for ns in ("ns-0", "ns-1"):
+        lines = sim.journal_lines(ns)
+        whole = Replayer()
+        events = list(replay(read_journal(lines).records, replayer=whole))
+        starts = [i for i, line in enumerate(lines) if '"op":"snapshot"' in line]
+        assert len(starts) >= 5
+        for start in starts:
+            part = Replayer()
+            tail = list(replay(read_journal(lines[start:]).records, replayer=part))
+            assert tail[0].op == "snapshot" and tail[0].result is None
+            assert tail[1:] == events[start + 1:]
+            assert r.snapshot_manager(part.managers[ns]) == \
+                r.snapshot_manager(whole.managers[ns])
+
+
+def test_a_snapshot_that_disagrees_with_the_replay_is_reported_not_applied():
+    lines = _with_snapshot()
+    doc = json.loads(lines[3])
+    doc["args"]["live"][0][4] += 1  # a refresh the journal never saw
+    records = read_journal([*lines[:3], json.dumps(doc), *lines[4:]]).records
+    player = Replayer()
+    events = list(replay(records, replayer=player))
+    assert [(e.op, e.result) for e in events if e.op == "snapshot"] == [("snapshot", False)]
+    live = player.managers["ns-0"].live_brokers()
+    assert [v.last_update_timestamp for v in live.values()] == [31_000]
+    quiet = list(replay(records, replayer=Replayer(check_snapshots=False)))
+    assert [e.result for e in quiet if e.op == "snapshot"] == [None]
