@@ -69,7 +69,7 @@ def test_a_snapshot_follows_the_first_line_after_the_interval():
 
 
 def test_snapshots_by_record_count_and_on_demand():
-    clock, ns, sink = _recorded(snapshot_every_records=3)
+    _clock, ns, sink = _recorded(snapshot_every_records=3)
     for _ in range(7):
         ns.heartbeat(cluster=CLUSTER, broker_addr="10.0.1.1:10911")
     ns.write_snapshot()
