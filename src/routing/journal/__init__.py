@@ -62,6 +62,7 @@ from ._reader import (
 )
 from ._recorder import JournalRecorder
 from ._replay import Replayer, ReplayError, ReplayEvent, replay
+from ._segments import segment_starts, snapshot_key
 from ._snapshot import JournalSnapshot
 
 __all__ = (
@@ -101,4 +102,6 @@ __all__ = (
     "read_journal",
     "read_journals",
     "replay",
+    "segment_starts",
+    "snapshot_key",
 )
