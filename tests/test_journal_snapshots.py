@@ -9,6 +9,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import routing as r
 from routing.journal import (
@@ -19,7 +21,9 @@ from routing.journal import (
     read_journal,
     replay,
 )
+from routing.journal._tables import tables_from_json, tables_to_json
 from routing.sim import SimConfig, simulate
+from routing.testing import strategies as rst
 
 CLUSTER = "DefaultCluster"
 
@@ -57,14 +61,20 @@ def test_a_snapshot_follows_the_first_line_after_the_interval():
         (0, 1_000, "header"), (1, 1_000, "register"), (2, 31_000, "register"),
         (3, 61_000, "register"), (4, 61_000, "snapshot"), (5, 91_000, "register"),
         (6, 121_000, "register"), (7, 121_000, "snapshot"), (8, 151_000, "register")]
-    # every table is written again in full on its first use after a snapshot
+    # the table of a live address stays valid: the snapshot lists it
     assert ["table" in d["args"] for d in docs if d["op"] == "register"] == [
-        True, False, False, True, False, True]
+        True, False, False, False, False, False]
     snap = docs[4]
     assert list(snap) == ["ns", "seq", "ts", "op", "cluster", "broker_name", "broker_addr",
                           "args"]
-    assert snap["args"]["format"] == 1
-    assert snap["args"]["live"][0][4] == 61_000  # the refresh of the line before it
+    assert list(snap["args"]) == ["format", "state", "tables"]
+    assert (snap["args"]["format"], snap["args"]["state"]["format"]) == (1, 1)
+    assert snap["args"]["state"]["live"][0][4] == 61_000  # the refresh of the line before it
+    assert snap["args"]["tables"] == {
+        "topics": [["broker-a", 16, 16, 6, "SINGLE_TAG", 0, False, {}],
+                   ["TopicX", 16, 16, 6, "SINGLE_TAG", 0, False, {}]],
+        "tables": [[1, CLUSTER, "broker-a", 0, "10.0.1.1:10911", None, None, None, None,
+                    [0, 0, 1], [0, 1], {}, None, False]]}
     assert (snap["cluster"], snap["broker_name"], snap["broker_addr"]) == (None, None, None)
 
 
@@ -87,23 +97,35 @@ def test_a_bad_schedule_is_refused(kwargs, field):
     assert caught.value.field == field
 
 
-def test_version_queries_stop_naming_a_table_at_a_snapshot():
-    clock, ns, sink = _recorded(snapshot_every_ms=10_000)
-    reg = _reg()
-    ns.register(reg)
-    ns.query_data_version(cluster=CLUSTER, broker_addr=reg.broker_addr,
-                          data_version=reg.data_version)
-    clock.advance(10_000)
-    ns.query_data_version(cluster=CLUSTER, broker_addr=reg.broker_addr,
-                          data_version=reg.data_version)  # then the snapshot
-    ns.query_data_version(cluster=CLUSTER, broker_addr=reg.broker_addr,
-                          data_version=reg.data_version)
-    docs = _docs(sink)
-    assert [d["op"] for d in docs][-2:] == ["snapshot", "query_data_version"]
-    assert [d["args"] for d in docs if d["op"] == "query_data_version"] == [
-        {"table_id": 1}, {"table_id": 1},
-        {"data_version": {"stateVersion": 0, "timestamp": 0, "counter": 1}}]
-    assert read_journal(sink.getvalue().splitlines()).ok
+def _expired_and_back() -> list[str]:
+    """broker-a stays, broker-b expires; a snapshot; both register again."""
+    clock, ns, sink = _recorded(snapshot_every_ms=200_000)
+    a, b = _reg("broker-a"), _reg("broker-b", channel=2)
+    ns.register(a)
+    ns.register(b)
+    ns.query_data_version(cluster=CLUSTER, broker_addr=a.broker_addr,
+                          data_version=a.data_version)
+    for _ in range(6):
+        clock.advance(30_000)
+        ns.register(a)
+        ns.scan_expired()
+    clock.advance(30_000)
+    ns.register(a)  # then the snapshot
+    ns.query_data_version(cluster=CLUSTER, broker_addr=a.broker_addr,
+                          data_version=a.data_version)
+    ns.register(b)
+    return sink.getvalue().splitlines()
+
+
+def test_only_the_tables_of_live_addresses_survive_a_snapshot():
+    docs = [json.loads(line) for line in _expired_and_back()]
+    snap = next(d for d in docs if d["op"] == "snapshot")
+    assert [t[0] for t in snap["args"]["tables"]["tables"]] == [1]  # broker-b's 2 is gone
+    after = docs[docs.index(snap) + 1:]
+    assert [(d["op"], d["args"]) for d in after] == [
+        ("query_data_version", {"table_id": 1}),
+        ("register", {"table_id": 3, "table": after[1]["args"]["table"], "channel": 2})]
+    assert read_journal(_expired_and_back()).ok
 
 
 # --------------------------------------------------------------------------- the reader
@@ -114,16 +136,28 @@ def _with_snapshot() -> list[str]:
     ns.register(_reg())
     clock.advance(30_000)
     ns.register(_reg())  # then the snapshot (seq 3)
-    ns.register(_reg())  # defines table 2
+    ns.register(_reg())  # table 1 still
     return sink.getvalue().splitlines()
 
 
-def test_table_ids_end_at_a_snapshot():
-    lines = _with_snapshot()
-    old = json.loads(lines[2])  # a reference to table 1, from before the snapshot
-    old.update(seq=5)
-    result = read_journal([*lines, json.dumps(old, separators=(",", ":"))])
-    assert [(b.line_number, b.reason) for b in result.rejected] == [(6, "unknown table_id 1")]
+def test_table_ids_not_listed_end_at_a_snapshot():
+    lines = _expired_and_back()
+    where = next(i for i, line in enumerate(lines) if '"op":"snapshot"' in line)
+    last = json.loads(lines[-1])
+
+    def after(doc: dict[str, Any]) -> list[str]:
+        doc.update(seq=last["seq"] + 1, ts=last["ts"])
+        return [*lines, json.dumps(doc, separators=(",", ":"))]
+
+    old = json.loads(lines[2])  # broker-b's table 2, defined before the snapshot: a use
+    old["args"] = {"table_id": 2, "channel": 2}
+    result = read_journal(after(old))
+    assert [(b.line_number, b.reason) for b in result.rejected] == [
+        (len(lines) + 1, "unknown table_id 2")]
+    again = json.loads(lines[1])  # table 1 is defined again: listed by the snapshot
+    result = read_journal(after(again))
+    assert [b.reason for b in result.rejected] == [
+        f"register: table_id 1 is already defined at <lines>:{where + 1}"]
 
 
 def test_a_journal_may_begin_at_a_snapshot():
@@ -138,8 +172,15 @@ def test_a_journal_may_begin_at_a_snapshot():
 
 
 @pytest.mark.parametrize(("edit", "reason"), [
-    (lambda d: d["args"].update(format=9), "invalid: snapshot.format must be 1"),
-    (lambda d: d["args"]["live"][0].__setitem__(3, -1), "invalid: snapshot.live[0]: "),
+    (lambda d: d["args"].update(format=9), "invalid: snapshot: args.format must be 1"),
+    (lambda d: d["args"]["state"].update(format=9), "invalid: snapshot.format must be 1"),
+    (lambda d: d["args"]["state"]["live"][0].__setitem__(3, -1),
+     "invalid: snapshot.live[0]: "),
+    (lambda d: d["args"]["tables"]["tables"][0].__setitem__(4, "x"),
+     "invalid: args.tables.tables[0]: "),
+    (lambda d: d["args"]["tables"]["topics"][0].__setitem__(3, 99),
+     "invalid: args.tables.topics[0][3] must be"),
+    (lambda d: d["args"].pop("tables"), "invalid: snapshot: args must hold"),
     (lambda d: d.update(cluster=CLUSTER), "invalid: snapshot: top-level cluster must be null"),
     (lambda d: d.update(extra=1), "invalid: snapshot: unknown field(s) 'extra'"),
     (lambda d: d.update(seq=2), "seq 2 of 'ns-0' is not after"),
@@ -152,7 +193,7 @@ def test_a_bad_snapshot_is_rejected_and_changes_nothing(edit, reason):
     result = read_journal([*lines[:3], json.dumps(doc), *lines[4:]])
     assert [b.line_number for b in result.rejected] == [4]
     assert result.rejected[0].reason.startswith(reason)
-    # the line after it still reads: it defines its own table
+    # the line after it still reads: the table it names was defined before
     assert [e.seq for e in result.records] == [0, 1, 2, 4]
 
 
@@ -213,7 +254,7 @@ def test_a_replay_started_at_any_snapshot_continues_as_the_whole_one():
 def test_a_snapshot_that_disagrees_with_the_replay_is_reported_not_applied():
     lines = _with_snapshot()
     doc = json.loads(lines[3])
-    doc["args"]["live"][0][4] += 1  # a refresh the journal never saw
+    doc["args"]["state"]["live"][0][4] += 1  # a refresh the journal never saw
     records = read_journal([*lines[:3], json.dumps(doc), *lines[4:]]).records
     player = Replayer()
     events = list(replay(records, replayer=player))
@@ -222,3 +263,11 @@ def test_a_snapshot_that_disagrees_with_the_replay_is_reported_not_applied():
     assert [v.last_update_timestamp for v in live.values()] == [31_000]
     quiet = list(replay(records, replayer=Replayer(check_snapshots=False)))
     assert [e.result for e in quiet if e.op == "snapshot"] == [None]
+
+
+@given(regs=st.lists(rst.registrations(), max_size=6))
+def test_the_compact_tables_read_back_equal(regs):
+    tables = {i + 1: reg for i, reg in enumerate(regs)}
+    back = tables_from_json(json.loads(json.dumps(tables_to_json(tables))))
+    assert dict(back) == tables  # equality leaves the channel out
+    assert [list(b.topics) for b in back.values()] == [list(t.topics) for t in tables.values()]

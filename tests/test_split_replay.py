@@ -102,7 +102,7 @@ def test_a_tampered_snapshot_state_is_not_trusted():
     lines = journals["ns-0.jsonl"]
     cut = _snapshot_lines(lines)[2]
     doc = json.loads(lines[cut])
-    doc["args"]["live"][0][4] -= 1  # one refresh earlier than the journal says
+    doc["args"]["state"]["live"][0][4] -= 1  # one refresh earlier than the journal says
     lines[cut] = json.dumps(doc, separators=(",", ":"))
     info = _same(journals)
     assert info["ns-0"].replayed_again == 1

@@ -345,16 +345,19 @@ class JournalReader:
                              version=version)
 
     def _snapshot(self, doc: dict[str, Any], source: str, line_number: int) -> JournalSnapshot:
-        """A ``snapshot`` line: checked like a record (order, fields, the state), then the
-        name server's table ids end (``docs/journal.md``); a name server without a header
-        starts at it (a journal, or a segment of one, may begin at a snapshot)."""
+        """A ``snapshot`` line: checked like a record (order, fields, the state and its
+        tables), then the name server's table ids are the ones it lists and no other
+        (``docs/journal.md``); a name server without a header starts at it (a journal, or
+        a segment of one, may begin at a snapshot)."""
         entry = decode_snapshot(doc)
         ns, seq, ts = entry.nameserver_id, entry.seq, entry.at_ms
         state = self._ns.get(ns)
         if state is not None:
             self._check_order(ns, state, seq, ts)
             self._accept(ns, state, seq, ts, source, line_number)
-        self._ns[ns] = _NsState(last_seq=seq, last_ts=ts)  # no table id survives it
+        self._ns[ns] = _NsState(last_seq=seq, last_ts=ts, tables=dict(entry.tables),
+                                table_lines=dict.fromkeys(entry.tables,
+                                                          f"{source}:{line_number}"))
         return entry
 
     @staticmethod

@@ -19,6 +19,7 @@ from .._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
+from .._restore import snapshot_manager
 from .._values import BrokerAddr, BrokerLiveInfo, DataVersion, QueueData, TopicRouteData
 from ._calls import (
     AddWritePerm,
@@ -70,10 +71,11 @@ class JournalRecorder:
     calls are forwarded and not written: they change nothing.
 
     With ``snapshot_every_ms`` (journal time, ms) and/or ``snapshot_every_records``, a
-    ``snapshot`` line with the manager's whole state follows the first line written once
-    that much time or that many lines passed since the last snapshot (or the header), and
-    every table is written again in full on its next use (``docs/journal.md``,
-    "Snapshots"): a replay can then start at any snapshot. Off by default.
+    ``snapshot`` line with the manager's whole state and the topic tables of the live
+    addresses follows the first line written once that much time or that many lines
+    passed since the last snapshot (or the header); any other table is written again in
+    full on its next use (``docs/journal.md``, "Snapshots"): a replay can then start at
+    any snapshot. Off by default.
 
     Thread-safe: one lock spans apply-and-write, so line order is application order. The
     sink is not flushed or closed here. Cost per call: the manager's, plus one JSON encoding
@@ -168,14 +170,18 @@ class JournalRecorder:
             self._snapshot(self._manager.clock.now_ms())
 
     def _snapshot(self, ts: int) -> None:
-        """Write the manager's state as the next line (``_snapshot.py``), then forget every
-        table: each is written again in full on its next use, so no line after the
-        snapshot needs one before it. The caller holds the lock. O(state)."""
+        """Write the manager's state as the next line (``_snapshot.py``) with the tables of
+        the addresses still live, and forget the others' (written again in full on their
+        next use): no line after the snapshot needs one before it. The caller holds the
+        lock. O(state + those tables)."""
+        state = snapshot_manager(self._manager)
+        live = {(e.cluster, e.broker_addr) for e in state.live}
+        self._tables = {k: v for k, v in self._tables.items() if (k[0], k[2]) in live}
+        kept = {t[1]: t[0] for tables in self._tables.values() for t in tables}
+        self._last_table = {k: v for k, v in self._last_table.items() if v[2] in kept}
         self._seq += 1
-        self._sink.write(snapshot_line(self._nameserver_id, self._seq, ts, self._manager,
+        self._sink.write(snapshot_line(self._nameserver_id, self._seq, ts, state, kept,
                                        self._channel_refs) + "\n")
-        self._tables.clear()
-        self._last_table.clear()
         self._snapshots.start(ts, self._seq)
 
     def _find_table(self, reg: Registration) -> tuple[list[_Table], int]:

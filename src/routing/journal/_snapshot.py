@@ -1,12 +1,13 @@
 """Snapshot records: a name server's whole `RouteInfoManager` state, written into its journal
 every so often, so that a replay can start at any snapshot instead of at the header.
 
-A snapshot is a record with ``op`` ``"snapshot"`` whose ``args`` is the
-`routing.ManagerSnapshot` JSON form (``args.format`` versions it; channels as the
-journal writes them). It takes a sequence number like any line and describes the state
-after every line before it. Table ids end at a snapshot: the recorder writes each table
-again in full on its next use, and the reader forgets the ids defined before it, so the
-lines after a snapshot never need anything before it. ``docs/journal.md`` ("Snapshots",
+A snapshot is a record with ``op`` ``"snapshot"``; its ``args`` hold the record's format
+(``args.format``, `SNAPSHOT_RECORD_FORMAT`), the `routing.ManagerSnapshot` JSON form
+(``args.state``, channels as the journal writes them) and every topic table whose id stays
+valid after it (``args.tables``, ``_tables.py``). It takes a sequence number like any line
+and describes the state after every line before it. A table id not listed ends there (the
+recorder writes that table again in full on its next use, the reader forgets the id), so
+the lines after a snapshot never need anything before it. ``docs/journal.md`` ("Snapshots",
 "Splitting a replay") is the reference.
 """
 
@@ -19,13 +20,18 @@ from typing import Any, ClassVar
 import attrs
 
 from .._errors import InvalidRequest
-from .._manager import RouteInfoManager
-from .._restore import snapshot_manager
+from .._frozen import FrozenMap
+from .._messages import Registration
 from .._snapshot import ManagerSnapshot
 from .._validate import check_int, check_name
 from ._calls import decode_channel, encode_channel
+from ._tables import tables_from_json, tables_to_json
 
-__all__ = ["JournalSnapshot", "SnapshotSchedule", "decode_snapshot", "snapshot_line"]
+__all__ = ["SNAPSHOT_RECORD_FORMAT", "JournalSnapshot", "SnapshotSchedule", "decode_snapshot",
+           "snapshot_line"]
+
+#: The version of a snapshot line's ``args`` this module writes and reads.
+SNAPSHOT_RECORD_FORMAT = 1
 
 #: The fields of a snapshot line, in the order written (a record's, ``args`` the state).
 _FIELDS = ("ns", "seq", "ts", "op", "cluster", "broker_name", "broker_addr", "args")
@@ -42,18 +48,24 @@ class JournalSnapshot:
     seq: int
     at_ms: int
     state: ManagerSnapshot
+    #: The topic tables whose ids stay valid after the snapshot, by id (no channel).
+    tables: FrozenMap[int, Registration] = attrs.field(factory=FrozenMap)
 
     op: ClassVar[str] = "snapshot"
 
 
-def snapshot_line(nameserver_id: str, seq: int, at_ms: int, manager: RouteInfoManager,
-                  channel_refs: dict[Hashable, int]) -> str:
-    """The line (without newline) recording ``manager``'s state as snapshot ``seq`` at
-    ``at_ms``; opaque channels are numbered in ``channel_refs``, the recorder's own, so
-    they match the lines around. Compact JSON, keys in record order. O(state)."""
-    state = snapshot_manager(manager).to_json(lambda ch: encode_channel(ch, channel_refs))
+def snapshot_line(nameserver_id: str, seq: int, at_ms: int, state: ManagerSnapshot,
+                  tables: Mapping[int, Registration], channel_refs: dict[Hashable, int]
+                  ) -> str:
+    """The line (without newline) recording ``state`` and the still valid ``tables`` as
+    snapshot ``seq`` at ``at_ms``; opaque channels are numbered in ``channel_refs``, the
+    recorder's own, so they match the lines around. Compact JSON, keys in record order.
+    O(state + tables)."""
+    args = {"format": SNAPSHOT_RECORD_FORMAT,
+            "state": state.to_json(lambda ch: encode_channel(ch, channel_refs)),
+            "tables": tables_to_json(tables)}
     doc = {"ns": nameserver_id, "seq": seq, "ts": at_ms, "op": "snapshot", "cluster": None,
-           "broker_name": None, "broker_addr": None, "args": state}
+           "broker_name": None, "broker_addr": None, "args": args}
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
@@ -71,10 +83,19 @@ def decode_snapshot(doc: Mapping[str, Any]) -> JournalSnapshot:
     for key in ("ns", "seq", "ts", "args"):
         if key not in doc:
             raise InvalidRequest(f"snapshot: missing field {key!r}", field=key)
+    args = doc["args"]
+    if not isinstance(args, Mapping) or args.get("format") != SNAPSHOT_RECORD_FORMAT:
+        got = args.get("format") if isinstance(args, Mapping) else args
+        raise InvalidRequest(f"snapshot: args.format must be {SNAPSHOT_RECORD_FORMAT} (this "
+                             f"reader's), got {got!r:.80}", field="args.format", value=got)
+    if set(args) != {"format", "state", "tables"}:
+        raise InvalidRequest(f"snapshot: args must hold format, state and tables, got "
+                             f"{sorted(args)}", field="args")
     return JournalSnapshot(nameserver_id=check_name("ns", doc["ns"]),
                            seq=check_int("seq", doc["seq"], low=1),
                            at_ms=check_int("ts", doc["ts"], low=0),
-                           state=ManagerSnapshot.from_json(doc["args"], decode_channel))
+                           state=ManagerSnapshot.from_json(args["state"], decode_channel),
+                           tables=tables_from_json(args["tables"]))
 
 
 @attrs.define
