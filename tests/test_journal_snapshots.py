@@ -271,3 +271,27 @@ def test_the_compact_tables_read_back_equal(regs):
     back = tables_from_json(json.loads(json.dumps(tables_to_json(tables))))
     assert dict(back) == tables  # equality leaves the channel out
     assert [list(b.topics) for b in back.values()] == [list(t.topics) for t in tables.values()]
+
+
+class _Ticking(r.ManualClock):
+    """A clock that moves 1 ms at every reading: the recorder's reading and the manager's
+    differ, as a system clock's do when a millisecond ends during a call."""
+
+    def now_ms(self) -> int:
+        self._now_ms += 1
+        return self._now_ms
+
+
+def test_lines_carry_the_time_the_manager_used():
+    clock = _Ticking(start_ms=0)
+    sink = io.StringIO()
+    manager = r.RouteInfoManager(clock=clock)
+    ns = JournalRecorder(manager, sink, nameserver_id="ns-0", snapshot_every_records=5)
+    for i in range(12):
+        ns.register(_reg(channel=i % 2))
+        ns.heartbeat(cluster=CLUSTER, broker_addr=_reg().broker_addr)
+        ns.heartbeat(cluster=CLUSTER, broker_addr="10.9.9.9:1")  # unknown: reads no clock
+    player = Replayer()
+    events = list(replay(read_journal(sink.getvalue().splitlines()).records, replayer=player))
+    assert [e.result for e in events if e.op == "snapshot"] == [True] * 7
+    assert r.snapshot_manager(player.managers["ns-0"]) == r.snapshot_manager(manager)

@@ -101,6 +101,18 @@ class RouteInfoManager(KeepAlive):
     def clock(self) -> Clock:
         return self._clock
 
+    @property
+    def started_ms(self) -> int:
+        """When the manager was created (ms): the readiness window counts from it."""
+        return self._started_ms
+
+    @property
+    def last_ms(self) -> int:
+        """The latest clock time (ms) a call used; a later reading below it counts as it.
+        Right after a call that read the clock, that call's time (the journal records it).
+        O(1)."""
+        return self._last_now
+
     def reconfigure(self, config: RoutingConfig) -> None:
         """Replace the settings at once (a name server's UPDATE_NAMESRV_CONFIG).
 

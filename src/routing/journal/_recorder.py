@@ -60,14 +60,16 @@ class JournalRecorder:
     >>> print(sink.getvalue().splitlines()[1])
     {"ns":"ns-0","seq":1,"ts":0,"op":"heartbeat","cluster":"c","broker_name":null,"broker_addr":"10.0.0.1:10911","args":{}}
 
-    The header line is written at construction, with the manager's config and the clock's
-    current time as ``start_ms``; wrap a manager before anything is written to it (a
+    The header line is written at construction, with the manager's config and its creation
+    time (`RouteInfoManager.started_ms`) as ``start_ms``; wrap a manager before anything is written to it (a
     non-empty manager raises ``ValueError``: its earlier calls could never be replayed).
 
     Write calls (register, unregister, unregister_many, heartbeat, query_data_version,
     scan_expired, on_channel_closed, delete_topic, register_topic, wipe/add_write_perm) are
-    applied and then written, one line each, with the next sequence number and the clock time
-    read just before the call. A call that raises changed nothing and is not written. Read
+    applied and then written, one line each, with the next sequence number and the time the
+    call used (`RouteInfoManager.last_ms` when the call read the clock, else the clock time
+    read just before it), so a replay sees the times the live manager saw even when the
+    clock ticks during a call. A call that raises changed nothing and is not written. Read
     calls are forwarded and not written: they change nothing.
 
     With ``snapshot_every_ms`` (journal time, ms) and/or ``snapshot_every_records``, a
@@ -103,7 +105,7 @@ class JournalRecorder:
         #: Every line starts with this, then the sequence number.
         self._prefix = '{"ns":' + dumps(nameserver_id) + ',"seq":'
         self._write_header(manager)
-        self._snapshots.start(manager.clock.now_ms(), self._seq)
+        self._snapshots.start(manager.started_ms, self._seq)
 
     # ------------------------------------------------------------------ state
 
@@ -144,7 +146,7 @@ class JournalRecorder:
                              "recorded and could not be replayed")
         self._seq += 1
         header = JournalHeader(nameserver_id=self._nameserver_id, seq=self._seq,
-                               start_ms=manager.clock.now_ms(), config=manager.config)
+                               start_ms=manager.started_ms, config=manager.config)
         self._sink.write(dumps(header.to_json()) + "\n")
 
     # ------------------------------------------------------------------ recording
@@ -153,8 +155,11 @@ class JournalRecorder:
                 broker_name: str | None = None, broker_addr: str | None = None) -> CallResult:
         """Apply ``call``; on success write its line. The caller holds the lock. Every line
         is compact JSON with the fields in `RECORD_FIELDS` order."""
-        ts = self._manager.clock.now_ms()
-        result = call.apply(self._manager)
+        manager = self._manager
+        ts = manager.clock.now_ms()
+        result = call.apply(manager)
+        if manager.last_ms > ts:  # the time the call used (the clock moved since, or back)
+            ts = manager.last_ms
         self._seq += 1
         line = dumps({"ts": ts, "op": call.op, "cluster": cluster, "broker_name": broker_name,
                       "broker_addr": broker_addr, "args": args})
@@ -214,8 +219,11 @@ class JournalRecorder:
                 channel = f',"channel":{ch}'
             else:
                 channel = ',"channel":' + dumps(encode_channel(ch, self._channel_refs))
-            ts = self._manager.clock.now_ms()
-            result = self._manager.register(reg)
+            manager = self._manager
+            ts = manager.clock.now_ms()
+            result = manager.register(reg)
+            if manager.last_ms > ts:  # the time the registration used
+                ts = manager.last_ms
             self._seq += 1
             if found >= 0:
                 table = kept[found]
