@@ -11,7 +11,10 @@ snapshot line (taking the state and encoding it, the recorder's pause) and of on
 replay time of every segment: each segment read, replayed and derived on its own with the
 reference deriver as a Spark task would (``tests/split_replay.py``), its boundary probed.
 ``ratio`` is total segment time ÷ longest segment (the issue's target: ≥ 16 at 8.5 M
-records with 3 name servers). Not a timed test. Run from the checkout:
+records with 3 name servers); ``whole_s`` is each name server replayed whole the same way
+(one run over all its lines, snapshots checked on the way), summed. Times are CPU seconds
+of this process (``time.process_time``): on a shared machine wall times measure the
+neighbours. Not a timed test. Run from the checkout:
 ``python -m benchmarks.bench_snapshots --groups 300 --duration 4h --every 10m,30m,60m``.
 """
 
@@ -66,11 +69,20 @@ def _segment_times(ns: str, lines: list[str]) -> tuple[list[float], int]:
     for k in range(len(starts) - 1):
         segment = rows[starts[k]:starts[k + 1]]
         probe = rows[starts[k + 1]] if k + 2 < len(starts) else None
-        began = time.perf_counter()
+        began = time.process_time()
         run = SegmentRun(ns, segment, probe)
-        times.append(time.perf_counter() - began)
+        times.append(time.process_time() - began)
         dirty += probe is not None and not run.clean_end
     return times, dirty
+
+
+def _whole_time(ns: str, lines: list[str]) -> float:
+    from split_replay import SegmentRun
+
+    rows = [(f"{ns}.jsonl", i + 1, text) for i, text in enumerate(lines)]
+    began = time.process_time()
+    SegmentRun(ns, rows, None)
+    return time.process_time() - began
 
 
 def _costs(lines: list[str]) -> dict[str, Any]:
@@ -105,9 +117,9 @@ def _costs(lines: list[str]) -> dict[str, Any]:
 def _best(action: Any, repeat: int = 5) -> float:
     times = []
     for _ in range(repeat):
-        began = time.perf_counter()
+        began = time.process_time()
         action()
-        times.append(time.perf_counter() - began)
+        times.append(time.process_time() - began)
     return min(times)
 
 
@@ -130,7 +142,10 @@ def measure(groups: int, duration_ms: int, every_ms: int | None, seed: int) -> d
         times, bad = _segment_times(ns, ns_lines)
         every.extend(times)
         dirty += bad
-    row.update(segments=len(every), dirty_boundaries=dirty,
+    whole = 0.0
+    for ns, ns_lines in journals.items():
+        whole += _whole_time(ns, ns_lines)
+    row.update(whole_s=round(whole, 2), segments=len(every), dirty_boundaries=dirty,
                replay_total_s=round(sum(every), 2), replay_max_s=round(max(every), 3),
                replay_median_s=round(statistics.median(every), 3),
                replay_p90_s=round(sorted(every)[int(0.9 * (len(every) - 1))], 3),

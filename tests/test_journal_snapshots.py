@@ -7,21 +7,25 @@ from __future__ import annotations
 import io
 import json
 from typing import Any
+from unittest import mock
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import routing as r
 from routing.journal import (
+    JournalReader,
     JournalRecorder,
     JournalSnapshot,
+    RejectedLine,
     Replayer,
     ReplayEvent,
     read_journal,
     replay,
 )
 from routing.journal._tables import tables_from_json, tables_to_json
+from routing.pipeline import _scenarios
 from routing.sim import SimConfig, simulate
 from routing.testing import strategies as rst
 
@@ -103,6 +107,7 @@ def _expired_and_back() -> list[str]:
     a, b = _reg("broker-a"), _reg("broker-b", channel=2)
     ns.register(a)
     ns.register(b)
+    ns.register(b)  # a use of table 2: a line the reader remembers
     ns.query_data_version(cluster=CLUSTER, broker_addr=a.broker_addr,
                           data_version=a.data_version)
     for _ in range(6):
@@ -149,11 +154,14 @@ def test_table_ids_not_listed_end_at_a_snapshot():
         doc.update(seq=last["seq"] + 1, ts=last["ts"])
         return [*lines, json.dumps(doc, separators=(",", ":"))]
 
-    old = json.loads(lines[2])  # broker-b's table 2, defined before the snapshot: a use
-    old["args"] = {"table_id": 2, "channel": 2}
-    result = read_journal(after(old))
-    assert [(b.line_number, b.reason) for b in result.rejected] == [
-        (len(lines) + 1, "unknown table_id 2")]
+    old = json.loads(lines[3])  # a use of broker-b's table 2, from before the snapshot
+    assert old["args"] == {"table_id": 2, "channel": 2}
+    for remember in (True, False):
+        reader = JournalReader(remember=remember)
+        verdicts = [reader.feed(t, source="x", line_number=i)
+                    for i, t in enumerate(after(old), 1)]
+        assert [(v.line_number, v.reason) for v in verdicts
+                if isinstance(v, RejectedLine)] == [(len(lines) + 1, "unknown table_id 2")]
     again = json.loads(lines[1])  # table 1 is defined again: listed by the snapshot
     result = read_journal(after(again))
     assert [b.reason for b in result.rejected] == [
@@ -295,3 +303,24 @@ def test_lines_carry_the_time_the_manager_used():
     events = list(replay(read_journal(sink.getvalue().splitlines()).records, replayer=player))
     assert [e.result for e in events if e.op == "snapshot"] == [True] * 7
     assert r.snapshot_manager(player.managers["ns-0"]) == r.snapshot_manager(manager)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=_scenarios.operations(min_size=10, max_size=80), seed=st.integers(0, 50),
+       every=st.integers(2, 9))
+def test_remembered_lines_across_snapshots_give_the_verdicts_of_a_full_parse(ops, seed, every):
+    def with_snapshots(*args: Any, **kwargs: Any) -> JournalRecorder:
+        return JournalRecorder(*args, snapshot_every_records=every, **kwargs)
+
+    with mock.patch.object(_scenarios, "JournalRecorder", with_snapshots):
+        played = _scenarios.play(ops, nameservers=2, config=seed % 3)
+    damaged = _scenarios.damage(played, seed)
+    lines = [line for pair in zip(*damaged.values(), strict=False) for line in pair]
+    lines += lines[1::3]  # duplicates and out-of-order copies of remembered lines
+
+    def read(remember: bool) -> tuple[list[Any], list[Any]]:
+        reader = JournalReader(remember=remember)
+        return ([reader.feed(t, source="x", line_number=i) for i, t in enumerate(lines, 1)],
+                list(reader.gaps))
+
+    assert read(True) == read(False)

@@ -61,8 +61,9 @@ class JournalRecorder:
     {"ns":"ns-0","seq":1,"ts":0,"op":"heartbeat","cluster":"c","broker_name":null,"broker_addr":"10.0.0.1:10911","args":{}}
 
     The header line is written at construction, with the manager's config and its creation
-    time (`RouteInfoManager.started_ms`) as ``start_ms``; wrap a manager before anything is written to it (a
-    non-empty manager raises ``ValueError``: its earlier calls could never be replayed).
+    time (`RouteInfoManager.started_ms`) as ``start_ms``; wrap a manager before anything
+    is written to it (a non-empty manager raises ``ValueError``: its earlier calls could
+    never be replayed).
 
     Write calls (register, unregister, unregister_many, heartbeat, query_data_version,
     scan_expired, on_channel_closed, delete_topic, register_topic, wipe/add_write_perm) are
