@@ -27,21 +27,30 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ._checked import Checked, int_in, items_of
 from ._errors import InvalidRequest
 from ._frozen import FrozenMap
 from ._messages import RoutingConfig
 from ._validate import (
+    MAX_QUEUE_NUMS,
     attrs_check,
     attrs_optional,
     check_addr,
-    check_bool,
     check_hashable,
     check_int,
     check_name,
     check_topic,
     fail,
 )
-from ._values import BrokerData, DataVersion, QueueData, TopicQueueMappingInfo, unchecked
+from ._values import (
+    BrokerData,
+    DataVersion,
+    Perm,
+    QueueData,
+    TopicQueueMappingInfo,
+    TopicSysFlag,
+    unchecked,
+)
 
 __all__ = ["SNAPSHOT_FORMAT", "LiveSnapshot", "ManagerSnapshot", "TopicSnapshot"]
 
@@ -102,20 +111,33 @@ class LiveSnapshot:
 
     @classmethod
     def from_json(cls, doc: object, decode_channel: ChannelCodec = _plain_channel,
-                  where: str = "live") -> LiveSnapshot:
-        """The inverse of `to_json`; `InvalidRequest` naming ``where`` and the field."""
-        items = _list(doc, where, size=11)
-        (cluster, addr, name, bid, last, timeout, dv, channel, ha, gen, filters) = items
-        version = _list(dv, f"{where}.data_version", size=3)
-        servers = [check_addr(f"{where}.filter_servers[{i}]", s)
-                   for i, s in enumerate(_list(filters, f"{where}.filter_servers"))]
-        return _named(where, lambda: cls(
-            cluster=cluster, broker_addr=addr, broker_name=name, broker_id=bid,
-            last_update_ms=last, timeout_ms=timeout,
-            data_version=DataVersion(state_version=version[0], timestamp=version[1],
-                                     counter=version[2]),
-            channel=decode_channel(channel), ha_server_addr=ha, generation=gen,
-            filter_servers=servers))
+                  where: str = "live", checked: Checked | None = None) -> LiveSnapshot:
+        """The inverse of `to_json`; `InvalidRequest` naming ``where`` and the field.
+        ``checked`` remembers the names and addresses already checked in the document."""
+        c = checked if checked is not None else Checked()
+        (cluster, addr, name, bid, last, timeout, dv, channel, ha, gen, filters) = items_of(
+            doc, where, size=11)
+        servers = items_of(filters, where, ".filter_servers")
+        return live_snapshot(
+            c.name(where, ".cluster", cluster), c.addr(where, ".broker_addr", addr),
+            broker_name=c.name(where, ".broker_name", name),
+            broker_id=int_in(where, ".broker_id", bid, 0),
+            last_update_ms=int_in(where, ".last_update_ms", last, 0),
+            timeout_ms=int_in(where, ".timeout_ms", timeout, 1),
+            data_version=data_version(dv, where, ".data_version"),
+            channel=decode_channel(channel),
+            ha_server_addr=c.opt_addr(where, ".ha_server_addr", ha),
+            generation=int_in(where, ".generation", gen, 0),
+            filter_servers=tuple(c.addr(where, f".filter_servers[{i}]", x)
+                                 for i, x in enumerate(servers)))
+
+
+def data_version(value: object, where: str, part: str) -> DataVersion:
+    """A `DataVersion` from ``[state_version, timestamp, counter]``, checked. O(1)."""
+    sv, ts, counter = items_of(value, where, part, size=3)
+    return unchecked(DataVersion, state_version=int_in(where, part + "[0]", sv),
+                     timestamp=int_in(where, part + "[1]", ts),
+                     counter=int_in(where, part + "[2]", counter))
 
 
 @attrs.frozen(kw_only=True)
@@ -208,35 +230,32 @@ class ManagerSnapshot:
         if missing:
             raise InvalidRequest(f"snapshot: missing field(s) {', '.join(map(repr, missing))}",
                                  field="snapshot")
-        rows = [_row(item, f"snapshot.rows[{i}]")
-                for i, item in enumerate(_list(doc["rows"], "snapshot.rows"))]
+        c = Checked()
+        rows = [_row(item, f"snapshot.rows[{i}]", c)
+                for i, item in enumerate(items_of(doc["rows"], "snapshot.rows"))]
         clusters = _mapping(doc["clusters"], "snapshot.clusters")
+        live = [LiveSnapshot.from_json(item, decode_channel, f"snapshot.live[{i}]", c)
+                for i, item in enumerate(items_of(doc["live"], "snapshot.live"))]
         return cls(
             config=_config(doc["config"]),
             started_ms=check_int("snapshot.started_ms", doc["started_ms"], low=0),
             last_ms=check_int("snapshot.last_ms", doc["last_ms"], low=0),
             generation=check_int("snapshot.generation", doc["generation"], low=0),
             route_version=check_int("snapshot.route_version", doc["route_version"], low=0),
-            clusters=FrozenMap({check_name("snapshot.clusters key", c): tuple(sorted(
-                check_name(f"snapshot.clusters[{c!r}][{i}]", n)
-                for i, n in enumerate(_list(names, f"snapshot.clusters[{c!r}]"))))
-                for c, names in sorted(clusters.items())}),
-            groups=_sorted(
-                (_group(item, f"snapshot.groups[{i}]")
-                 for i, item in enumerate(_list(doc["groups"], "snapshot.groups"))),
-                key=lambda g: g.broker_name),
-            live=_sorted(
-                (LiveSnapshot.from_json(item, decode_channel, f"snapshot.live[{i}]")
-                 for i, item in enumerate(_list(doc["live"], "snapshot.live"))),
-                key=lambda e: (e.cluster, e.broker_addr)),
-            topics=_sorted(
-                (_topic(item, rows, f"snapshot.topics[{i}]")
-                 for i, item in enumerate(_list(doc["topics"], "snapshot.topics"))),
-                key=lambda t: t.topic),
-            mappings=_sorted(
-                (_mapping_info(item, f"snapshot.mappings[{i}]")
-                 for i, item in enumerate(_list(doc.get("mappings", []), "snapshot.mappings"))),
-                key=lambda m: (m.topic, m.bname)),
+            clusters=FrozenMap({c.name("snapshot.clusters", " key", k): tuple(sorted(
+                c.name(f"snapshot.clusters[{k!r}]", "[]", n)
+                for n in items_of(names, f"snapshot.clusters[{k!r}]")))
+                for k, names in sorted(clusters.items())}),
+            groups=_sorted([_group(item, f"snapshot.groups[{i}]", c)
+                            for i, item in enumerate(items_of(doc["groups"], "snapshot.groups"))],
+                           lambda g: g.broker_name),
+            live=_sorted(live, lambda e: (e.cluster, e.broker_addr)),
+            topics=_sorted([_topic(item, rows, f"snapshot.topics[{i}]", c)
+                            for i, item in enumerate(items_of(doc["topics"], "snapshot.topics"))],
+                           lambda t: t.topic),
+            mappings=_sorted([_mapping_info(item, f"snapshot.mappings[{i}]") for i, item
+                              in enumerate(items_of(doc.get("mappings", []), "snapshot.mappings"))],
+                             lambda m: (m.topic, m.bname)),
         )
 
 
@@ -244,14 +263,6 @@ _FIELDS = frozenset({"format", "config", "started_ms", "last_ms", "generation",
                      "route_version", "clusters", "groups", "rows", "topics", "live",
                      "mappings"})
 _CONFIG_FIELDS = frozenset(a.name for a in attrs.fields(RoutingConfig))
-
-
-def _list(value: object, where: str, *, size: int | None = None) -> Sequence[Any]:
-    if not isinstance(value, list | tuple):
-        fail(where, value, "a JSON array")
-    if size is not None and len(value) != size:
-        fail(where, value, f"an array of {size} items")
-    return value
 
 
 def _mapping(value: object, where: str) -> Mapping[str, Any]:
@@ -279,53 +290,55 @@ def _named(where: str, build: Callable[[], _T]) -> _T:
         raise InvalidRequest(f"{where}: {exc}", field=where) from None
 
 
-def _row(value: object, where: str) -> QueueData:
-    name, read, write, perm, flag = _list(value, where, size=5)
-    return _named(where, lambda: QueueData(
-        broker_name=name, read_queue_nums=read, write_queue_nums=write,
-        perm=check_int(f"{where}[3]", perm, low=0, high=15),
-        topic_sys_flag=check_int(f"{where}[4]", flag, low=0)))
+def _row(value: object, where: str, c: Checked) -> QueueData:
+    name, read, write, perm, flag = items_of(value, where, size=5)
+    return unchecked(QueueData, broker_name=c.name(where, "[0]", name),
+                     read_queue_nums=int_in(where, "[1]", read, 0, MAX_QUEUE_NUMS),
+                     write_queue_nums=int_in(where, "[2]", write, 0, MAX_QUEUE_NUMS),
+                     perm=Perm(int_in(where, "[3]", perm, 0, 15)),
+                     topic_sys_flag=TopicSysFlag(int_in(where, "[4]", flag, 0, 3)))
 
 
-def _group(value: object, where: str) -> BrokerData:
-    name, cluster, zone, acting, members = _list(value, where, size=5)
+def _group(value: object, where: str, c: Checked) -> BrokerData:
+    name, cluster, zone, acting, members = items_of(value, where, size=5)
     addrs: dict[int, str] = {}
-    for i, pair in enumerate(_list(members, f"{where}.members")):
-        bid, addr = _list(pair, f"{where}.members[{i}]", size=2)
-        if check_int(f"{where}.members[{i}][0]", bid, low=0) in addrs:
+    for i, pair in enumerate(items_of(members, where, ".members")):
+        bid, addr = items_of(pair, where, f".members[{i}]", size=2)
+        if int_in(where, f".members[{i}][0]", bid, 0) in addrs:
             fail(f"{where}.members[{i}][0]", bid, "a broker id listed once")
-        addrs[bid] = check_addr(f"{where}.members[{i}][1]", addr)
-    check_bool(f"{where}.enable_acting_master", acting)
-    return _named(where, lambda: BrokerData(
-        cluster=cluster, broker_name=name, broker_addrs=dict(sorted(addrs.items())),
-        zone_name=zone, enable_acting_master=acting))
+        addrs[bid] = c.addr(where, f".members[{i}][1]", addr)
+    return unchecked(BrokerData, cluster=c.name(where, "[1]", cluster),
+                     broker_name=c.name(where, "[0]", name),
+                     broker_addrs=FrozenMap(dict(sorted(addrs.items()))),
+                     zone_name=c.opt_name(where, "[2]", zone),
+                     enable_acting_master=Checked.flag(where, "[3]", acting))
 
 
-def _topic(value: object, rows: Sequence[QueueData], where: str) -> TopicSnapshot:
-    topic, version, refs = _list(value, where, size=3)
-    picked = []
-    for i, ref in enumerate(_list(refs, f"{where}.rows")):
-        picked.append(rows[check_int(f"{where}.rows[{i}]", ref, low=0, high=len(rows) - 1)])
+def _topic(value: object, rows: Sequence[QueueData], where: str, c: Checked) -> TopicSnapshot:
+    topic, version, refs = items_of(value, where, size=3)
+    picked = [rows[int_in(where, f".rows[{i}]", ref, 0, len(rows) - 1)]
+              for i, ref in enumerate(items_of(refs, where, ".rows"))]
     if not picked:
         fail(f"{where}.rows", refs, "at least one row")
     if len({q.broker_name for q in picked}) != len(picked):
         fail(f"{where}.rows", refs, "one row per broker group")
-    return _named(where, lambda: TopicSnapshot(
-        topic=topic, version=version, rows=sorted(picked, key=lambda q: q.broker_name)))
+    if len(picked) > 1:
+        picked.sort(key=lambda q: q.broker_name)
+    return unchecked(TopicSnapshot, topic=c.topic(where, "[0]", topic),
+                     version=int_in(where, "[1]", version, 0), rows=tuple(picked))
 
 
 def _mapping_info(value: object, where: str) -> TopicQueueMappingInfo:
     return _named(where, lambda: TopicQueueMappingInfo.from_json(_mapping(value, where)))
 
 
-def _sorted(items: Any, *, key: Callable[[Any], Any]) -> tuple[Any, ...]:
+def _sorted(items: list[Any], key: Callable[[Any], Any]) -> tuple[Any, ...]:
     """``items`` in ``key`` order, each key once (`InvalidRequest` for a repeat)."""
-    found = sorted(items, key=key)
-    for a, b in itertools.pairwise(found):
-        if key(a) == key(b):
-            raise InvalidRequest(f"snapshot: {key(a)!r} is listed twice", field="snapshot",
-                                 value=key(a))
-    return tuple(found)
+    keyed = sorted(((key(item), item) for item in items), key=lambda pair: pair[0])
+    for (a, _x), (b, _y) in itertools.pairwise(keyed):
+        if a == b:
+            raise InvalidRequest(f"snapshot: {a!r} is listed twice", field="snapshot", value=a)
+    return tuple(item for _k, item in keyed)
 
 
 def live_snapshot(cluster: str, addr: str, *, broker_name: str, broker_id: int,
