@@ -345,10 +345,9 @@ class JournalReader:
                              version=version)
 
     def _snapshot(self, doc: dict[str, Any], source: str, line_number: int) -> JournalSnapshot:
-        """A ``snapshot`` line: checked like a record (order, fields, the state and its
-        tables), then the name server's table ids are the ones it lists and no other
-        (``docs/journal.md``); a name server without a header starts at it (a journal, or
-        a segment of one, may begin at a snapshot)."""
+        """A ``snapshot`` line, checked like a record (order, fields, state, tables); then
+        the table ids are the ones it lists (``docs/journal.md``). A name server without
+        a header starts at it (a journal, or a segment of one, may begin at one)."""
         entry = decode_snapshot(doc)
         ns, seq, ts = entry.nameserver_id, entry.seq, entry.at_ms
         state = self._ns.get(ns)
@@ -525,10 +524,9 @@ class JournalReader:
 
 def _after_snapshot(before: _NsState | None, entry: JournalSnapshot, where: str) -> _NsState:
     """A name server's reading state after its snapshot ``entry`` (at ``where``): the table
-    ids it lists and no other. A listed table equal to the one already held keeps that
-    object, the calls built from it and the remembered lines that use it, and remembered
-    lines that name no table are kept: a reader that starts at the snapshot gives the same
-    verdicts, this one just keeps its fast lane warm. O(tables + remembered lines)."""
+    ids it lists, no other. An unchanged table keeps its object, calls and remembered
+    lines, as do remembered lines naming no table: the verdicts of a reader starting at
+    the snapshot, with a warm fast lane. O(tables + remembered lines)."""
     after = _NsState(last_seq=entry.seq, last_ts=entry.at_ms,
                      table_lines=dict.fromkeys(entry.tables, where))
     after.tables.update(entry.tables)
