@@ -331,12 +331,12 @@ def _journal_available() -> bool:
     return hasattr(journal, "JournalRecorder")
 
 
-async def _serve_and_register(journal_dir: Any) -> None:
+async def _serve_and_register(journal_dir: Any, **more: Any) -> None:
     listening: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
     stop = asyncio.Event()
     task = asyncio.create_task(serve("127.0.0.1", 0, journal_dir=journal_dir,
                                      nameserver_id="ns-test", on_listening=listening.set_result,
-                                     stop_event=stop, install_signal_handlers=False))
+                                     stop_event=stop, install_signal_handlers=False, **more))
     done, _ = await asyncio.wait({task, listening}, timeout=TIMEOUT_S,
                                  return_when=asyncio.FIRST_COMPLETED)
     if task in done:
@@ -360,6 +360,18 @@ def test_serve_journal(tmp_path: Any) -> None:
     assert lines[0]["nameserver"] == "ns-test"
     ops = [line["op"] for line in lines[1:]]
     assert ops[0] == "register" and lines[1]["broker_addr"] == "127.0.0.1:10911"
+
+
+def test_serve_journal_with_snapshots(tmp_path: Any) -> None:
+    from routing.journal import Replayer, read_journal, replay
+
+    run(lambda: _serve_and_register(tmp_path / "j", journal_snapshot_every_ms=1))
+    [path] = list((tmp_path / "j").iterdir())
+    read = read_journal(path)
+    assert read.ok
+    assert [e.op for e in read.records] == ["header", "register", "snapshot"]
+    events = list(replay(read.records, replayer=Replayer()))
+    assert events[-1].result is True  # the replayed state is the server's, to the ms
 
 
 def test_routing_serve_cli_logs_json_and_stops_on_sigint(tmp_path: Any) -> None:

@@ -348,6 +348,14 @@ def test_cli_simulate_writes_journals_and_prints_the_table(tmp_path: Path) -> No
     assert again.exit_code == 0 and json.loads(again.output)
     topics = CliRunner().invoke(simulate_command, [*args[:-3], "--topics", "--no-progress"])
     assert topics.exit_code == 0 and "disagreement per affected topic" in topics.output
+    snapped = tmp_path / "snapped"
+    result = CliRunner().invoke(simulate_command, [*args[:-2], str(snapped),
+                                                   "--snapshot-every", "5m", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((snapped / "summary.json").read_text())
+    assert summary["config"]["snapshot_every_ms"] == 300_000
+    ops = [e.op for e in read_journal(snapped / "ns-0.jsonl").records]
+    assert ops.count("snapshot") == 3  # at 5, 10 and 15 of the 20 simulated minutes
 
 
 def test_acting_master_mode_heartbeats_every_second_and_fails_over_in_routes() -> None:

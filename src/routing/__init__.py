@@ -37,6 +37,8 @@ from ._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
+from ._restore import restore_manager, snapshot_manager
+from ._snapshot import SNAPSHOT_FORMAT, LiveSnapshot, ManagerSnapshot, TopicSnapshot
 from ._values import (
     MASTER_ID,
     BrokerAddr,
@@ -54,6 +56,7 @@ from ._version import __version__
 
 __all__ = (
     "MASTER_ID",
+    "SNAPSHOT_FORMAT",
     "BrokerAddr",
     "BrokerData",
     "BrokerLiveInfo",
@@ -68,6 +71,8 @@ __all__ = (
     "InvalidRequest",
     "InvalidType",
     "InvariantViolation",
+    "LiveSnapshot",
+    "ManagerSnapshot",
     "ManualClock",
     "MinBrokerIdChanged",
     "NotReady",
@@ -84,10 +89,13 @@ __all__ = (
     "SystemClock",
     "TopicConfig",
     "TopicList",
+    "TopicSnapshot",
     "TopicQueueMappingInfo",
     "TopicRouteData",
     "TopicSysFlag",
     "UnregisterRequest",
     "VersionAnswer",
     "__version__",
+    "restore_manager",
+    "snapshot_manager",
 )

@@ -101,6 +101,18 @@ class RouteInfoManager(KeepAlive):
     def clock(self) -> Clock:
         return self._clock
 
+    @property
+    def started_ms(self) -> int:
+        """When the manager was created (ms): the readiness window counts from it."""
+        return self._started_ms
+
+    @property
+    def last_ms(self) -> int:
+        """The latest clock time (ms) a call used; a later reading below it counts as it.
+        Right after a call that read the clock, that call's time (the journal records it).
+        O(1)."""
+        return self._last_now
+
     def reconfigure(self, config: RoutingConfig) -> None:
         """Replace the settings at once (a name server's UPDATE_NAMESRV_CONFIG).
 
@@ -287,14 +299,15 @@ class RouteInfoManager(KeepAlive):
     def scan_due(self) -> bool:
         """Whether `scan_expired` now would remove a broker: some broker's
         ``last_update + timeout`` is before the clock's now. False means it would return
-        ``()`` and change nothing (the clock clamp aside, which the next call makes
-        itself), so a host, or the journal replay, may skip it. Exact. O(1) when no filed
+        ``()`` and change nothing but the clock clamp, which this call moves as the scan
+        would (so a snapshot taken after it equals one taken after the scan): a host, or
+        the journal replay, may skip the scan. Exact. O(1) when no filed
         deadline has passed (a clock read and a comparison under the lock); otherwise the
         index first re-files the brokers refreshed since they were filed (O(log n) each,
         at most once per broker per timeout), which changes no deadline."""
         self._lock.acquire()
         try:
-            now = max(self._clock.now_ms(), self._last_now)
+            now = self._last_now = max(self._clock.now_ms(), self._last_now)
             deadlines = self._deadlines
             bound = deadlines.lower_bound
             if bound is None or bound >= now:

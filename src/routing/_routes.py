@@ -139,7 +139,10 @@ class RouteBook:
         # Topics whose rows are the same objects (see `write_topics`) and that carry no
         # static mapping have equal routes: within one commit they share one snapshot.
         shared: dict[tuple[object, ...], TopicRouteData | None] = {}
-        for topic in touched:
+        # In name order, so that versions are a function of the calls alone (a set's
+        # order depends on hashing and history): a replay, or a manager restored from a
+        # snapshot, hands out the same versions as the live run. O(k log k), k touched.
+        for topic in sorted(touched):
             entry = table.get(topic)
             if entry is None:  # dropped after it was touched (reported above if it had a route)
                 continue

@@ -20,6 +20,7 @@ from ..remoting import (
     run_server,
 )
 from ._hosting import configure_logging, split_listen
+from ._simulate import _duration
 
 __all__ = ["serve_command"]
 
@@ -77,6 +78,10 @@ def _epilog() -> str:
               help="Java deleteTopicWithBrokerRegistration.")
 @click.option("--journal", "journal_dir", type=click.Path(file_okay=False), default=None,
               help="Write every routing write call to a journal file in this directory.")
+@click.option("--journal-snapshot-every", "journal_snapshot_every", default=None,
+              callback=_duration, metavar="DURATION",
+              help="With --journal: write a snapshot of the tables into the journal this "
+                   "often (e.g. 10m), so that a replay can be split there. Default: none.")
 @click.option("--nameserver-id", default=None,
               help="Name of this server in the journal (default: the --listen address).")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
@@ -95,8 +100,9 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
                   heartbeat_timeout_ms: int | None, support_acting_master: bool | None,
                   notify_min_broker_id_changed: bool | None, order_message_enable: bool | None,
                   delete_topic_with_broker_registration: bool | None, journal_dir: str | None,
-                  nameserver_id: str | None, log_level: str, log_json: bool,
-                  metrics_listen: str | None, shadow: bool, loop: str) -> None:
+                  journal_snapshot_every: int | None, nameserver_id: str | None,
+                  log_level: str, log_json: bool, metrics_listen: str | None, shadow: bool,
+                  loop: str) -> None:
     """Serve RocketMQ's remoting protocol: point brokers and clients at --listen.
 
     Stops cleanly on SIGINT or SIGTERM. Settings can also be changed at run time with
@@ -135,6 +141,7 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
             kept["kvConfigPath"] = kv_path
             settings = attrs.evolve(settings, kept=kept)
         run_server(host, port, settings=settings, journal_dir=journal_dir,
+                   journal_snapshot_every_ms=journal_snapshot_every,
                    nameserver_id=nameserver_id or listen, kv_config=kv_path, loop=loop,
                    metrics=metrics, shadow=shadow)
     except (RoutingError, OSError) as exc:

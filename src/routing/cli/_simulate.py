@@ -98,6 +98,10 @@ def _write_summary(path: Path, result: SimResult) -> None:
               help="Write ns-<i>.jsonl journals and summary.json here.")
 @click.option("--gzip/--no-gzip", "compress", default=False, show_default=True,
               help="Compress the journals (ns-<i>.jsonl.gz).")
+@click.option("--snapshot-every", "snapshot_every", default=None, callback=_duration,
+              help="Write a snapshot of each name server's state into its journal this "
+                   "often (simulated time, e.g. 10m), so a replay can be split there. "
+                   "Default: none.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--topics", "per_topic", is_flag=True,
               help="Also print how long the name servers disagreed about each affected topic.")
@@ -106,7 +110,8 @@ def _write_summary(path: Path, result: SimResult) -> None:
 def simulate_command(groups: int, slaves: int, nameservers: int, duration: int,
                      faults: str, fault_interval: int | None, seed: int, clients: int,
                      loss: float, acting_master: bool, out: Path | None, compress: bool,
-                     as_json: bool, per_topic: bool, show_progress: bool) -> None:
+                     snapshot_every: int | None, as_json: bool, per_topic: bool,
+                     show_progress: bool) -> None:
     """Simulate name servers, brokers and clients under faults, deterministically.
 
     Prints, per fault, how long until each name server stopped routing to the broker it
@@ -116,7 +121,7 @@ def simulate_command(groups: int, slaves: int, nameservers: int, duration: int,
         config = SimConfig(groups=groups, slaves=slaves, nameservers=nameservers,
                            duration_ms=duration, seed=seed, faults=faults,
                            fault_interval_ms=fault_interval, clients=clients, loss_rate=loss,
-                           acting_master=acting_master,
+                           acting_master=acting_master, snapshot_every_ms=snapshot_every,
                            routing=attrs.evolve(SimConfig().routing,
                                                 support_acting_master=acting_master))
     except ValueError as exc:

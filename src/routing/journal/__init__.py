@@ -62,6 +62,8 @@ from ._reader import (
 )
 from ._recorder import JournalRecorder
 from ._replay import Replayer, ReplayError, ReplayEvent, replay
+from ._segments import segment_starts, snapshot_key
+from ._snapshot import JournalSnapshot
 from ._tail import last_seq, last_seq_of_files
 
 __all__ = (
@@ -81,6 +83,7 @@ __all__ = (
     "JournalRecord",
     "JournalRecorder",
     "JournalSink",
+    "JournalSnapshot",
     "SCHEMA_DDL",
     "QueryDataVersion",
     "Register",
@@ -102,4 +105,6 @@ __all__ = (
     "read_journal",
     "read_journals",
     "replay",
+    "segment_starts",
+    "snapshot_key",
 )

@@ -21,6 +21,7 @@ from .._calls import Call
 from .._errors import InvalidRequest
 from .._messages import RoutingConfig
 from .._validate import check_int, check_name, fail
+from ._snapshot import JournalSnapshot
 
 __all__ = [
     "JOURNAL_FORMAT",
@@ -137,8 +138,8 @@ class JournalRecord:
         return self.call.op
 
 
-#: Any line a reader accepts.
-JournalEntry: TypeAlias = JournalHeader | JournalRecord
+#: Any line a reader accepts (snapshots: ``_snapshot.py``).
+JournalEntry: TypeAlias = JournalHeader | JournalRecord | JournalSnapshot
 
 
 def open_journal_bytes(path: str | os.PathLike[str]) -> IO[bytes]:

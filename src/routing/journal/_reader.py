@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -26,6 +26,8 @@ from ._format import (
     config_from_json,
     open_journal,
 )
+from ._ns_state import Known, NsState, after_snapshot, built_call, forget_table, open_epoch
+from ._snapshot import JournalSnapshot, decode_snapshot
 
 __all__ = [
     "MAX_TS_JUMP_MS",
@@ -102,40 +104,6 @@ _KNOWN_MAX = 65_536
 _CACHED_OPS = frozenset({"register", "heartbeat", "query_data_version", "scan"})
 
 
-@attrs.frozen
-class _Known:
-    """A decoded record rest: its columns and call (for ``register``, the table id and
-    channel: the call is rebuilt through the table's `_NsState.built` entry)."""
-
-    op: str
-    cluster: str | None
-    broker_name: str | None
-    broker_addr: str | None
-    call: Call | None
-    table_id: int
-    channel: Hashable | None
-
-
-@attrs.define
-class _NsState:
-    last_seq: int
-    last_ts: int
-    tables: dict[int, Registration] = attrs.field(factory=dict)
-    table_lines: dict[int, str] = attrs.field(factory=dict)
-    bad_tables: dict[int, str] = attrs.field(factory=dict)
-    #: table id → (channel, call) last built from it (replays reuse the object).
-    built: dict[int, tuple[Hashable | None, Register]] = attrs.field(factory=dict)
-    #: record text after the ``ns``/``seq``/``ts`` prefix → its decoding (`_PREFIX`).
-    known: dict[str, _Known] = attrs.field(factory=dict)
-    #: the time of the last record set aside as a clock jump, until a record is accepted.
-    jump: int | None = None
-    #: added to the sequence numbers of lines since a restart header whose sequence started
-    #: again (`_restarted`): entries keep one increasing ``seq`` per name server.
-    offset: int = 0
-    #: the table ids defined since the last header (one defined before it may be replaced).
-    fresh_tables: set[int] = attrs.field(factory=set)
-
-
 class JournalReader:
     """Validates journal lines one at a time, keeping per-name-server state across sources.
 
@@ -152,7 +120,7 @@ class JournalReader:
 
     def __init__(self, *, remember: bool = True) -> None:
         """``remember=False`` parses every line (the same verdicts, slower: for tests)."""
-        self._ns: dict[str, _NsState] = {}
+        self._ns: dict[str, NsState] = {}
         self.gaps: list[SeqGap] = []
         self._remember_rests = remember
 
@@ -183,6 +151,8 @@ class JournalReader:
                 raise _Bad(f"not a JSON object: {type(doc).__name__}")
             if "journal" in doc:
                 return self._header(doc, source, line_number)
+            if doc.get("op") == "snapshot":
+                return self._snapshot(doc, source, line_number)
             record = self._record(doc, source, line_number)
             if prefix is not None and record.op in _CACHED_OPS:
                 self._remember(prefix, line, record, doc)
@@ -197,7 +167,7 @@ class JournalReader:
     # ------------------------------------------------------------------ known rests
 
     def steady(self, text: str, ns: str | None = None
-               ) -> tuple[str, int, int, Register | Scan, _Known] | None:
+               ) -> tuple[str, int, int, Register | Scan, Known] | None:
         """Accept a remembered ``register`` or ``scan`` line that follows its name server's
         last accepted record (next sequence number, time not going back nor jumping) and
         return its name server, seq, time, call and decoding; any other line: None, nothing
@@ -225,13 +195,13 @@ class JournalReader:
         if seq != state.last_seq + 1 or not last_ts <= ts <= last_ts + MAX_TS_JUMP_MS:
             return None
         if call is None:
-            call = self._built(state, known.table_id, state.tables[known.table_id],
+            call = built_call(state, known.table_id, state.tables[known.table_id],
                                known.channel)
         state.last_seq, state.last_ts, state.jump = seq, ts, None
         return name, seq + state.offset, ts, call, known
 
     @staticmethod
-    def record_of(hit: tuple[str, int, int, Register | Scan, _Known]) -> JournalRecord:
+    def record_of(hit: tuple[str, int, int, Register | Scan, Known]) -> JournalRecord:
         """The `JournalRecord` of a line `steady` accepted."""
         ns, seq, ts, call, known = hit
         return JournalRecord(nameserver_id=ns, seq=seq, at_ms=ts, call=call,
@@ -253,7 +223,7 @@ class JournalReader:
             return None
         return prefix.group(1)
 
-    def _fast(self, prefix: re.Match[str], state: _NsState, known: _Known, source: str,
+    def _fast(self, prefix: re.Match[str], state: NsState, known: Known, source: str,
               line_number: int) -> JournalRecord:
         ns, seq_text, ts_text = prefix.groups()
         seq, ts = int(seq_text), int(ts_text)
@@ -262,7 +232,7 @@ class JournalReader:
             self._check_order(ns, state, seq, ts)
         call = known.call
         if call is None:
-            call = self._built(state, known.table_id, state.tables[known.table_id],
+            call = built_call(state, known.table_id, state.tables[known.table_id],
                                known.channel)
         if seq == state.last_seq + 1:  # `_accept` without a gap
             state.last_seq, state.last_ts, state.jump = seq, ts, None
@@ -295,7 +265,7 @@ class JournalReader:
             if "table" in args:
                 return
             table_id, channel, call = args["table_id"], call.registration.channel, None
-        state.known[rest] = _Known(record.op, record.cluster, record.broker_name,
+        state.known[rest] = Known(record.op, record.cluster, record.broker_name,
                                    record.broker_addr, call, table_id, channel)
 
     # ------------------------------------------------------------------ header
@@ -325,9 +295,9 @@ class JournalReader:
         state = self._ns.get(ns)
         seq = check_int("seq", doc.get("seq", 0 if state is None else state.last_seq + 1), low=0)
         if state is None:
-            state = self._ns[ns] = _NsState(last_seq=seq, last_ts=start)
+            state = self._ns[ns] = NsState(last_seq=seq, last_ts=start)
         elif seq <= state.last_seq and start > state.last_ts:
-            self._restarted(state, seq, start)
+            open_epoch(state, seq, start)
         else:
             self._check_order(ns, state, seq, start, record=False)
             self._accept(ns, state, seq, start, source, line_number)
@@ -335,19 +305,22 @@ class JournalReader:
         return JournalHeader(nameserver_id=ns, seq=seq + state.offset, start_ms=start,
                              config=config, version=version)
 
-    @staticmethod
-    def _restarted(state: _NsState, seq: int, start: int) -> None:
-        """A restart header whose sequence starts again (a name server that restarted
-        without continuing its earlier journal's numbers, as before 0.2): a new epoch.
-        Its entries are numbered on from the last accepted one (``offset``), so that
-        ``(ns, seq)`` stays one increasing order; the line's own numbers are checked
-        within the epoch. Only a header later than every accepted line opens one (a
-        duplicated journal is still rejected)."""
-        state.offset += state.last_seq + 1 - seq
-        state.last_seq, state.last_ts, state.jump = seq, start, None
+    def _snapshot(self, doc: dict[str, Any], source: str, line_number: int) -> JournalSnapshot:
+        """A ``snapshot`` line, checked like a record (order, fields, state, tables); then
+        the table ids are the ones it lists (``docs/journal.md``). A name server without
+        a header starts at it (a journal, or a segment of one, may begin at one)."""
+        entry = decode_snapshot(doc)
+        ns, seq, ts = entry.nameserver_id, entry.seq, entry.at_ms
+        state = self._ns.get(ns)
+        if state is not None:
+            self._check_order(ns, state, seq, ts)
+            self._accept(ns, state, seq, ts, source, line_number)
+        after = self._ns[ns] = after_snapshot(state, entry, f"{source}:{line_number}")
+        # the line's own number is checked; the entry is numbered on over restart epochs
+        return entry if not after.offset else attrs.evolve(entry, seq=seq + after.offset)
 
     @staticmethod
-    def _check_order(ns: str, state: _NsState, seq: int, ts: int, *,
+    def _check_order(ns: str, state: NsState, seq: int, ts: int, *,
                      record: bool = True) -> None:
         if seq <= state.last_seq:
             raise _Bad(f"seq {seq} of {ns!r} is not after the last accepted seq "
@@ -365,7 +338,7 @@ class JournalReader:
                        f"{MAX_TS_JUMP_MS // 3_600_000} h between two records without a "
                        f"header; a later record at or after it confirms the jump)")
 
-    def _accept(self, ns: str, state: _NsState, seq: int, ts: int, source: str,
+    def _accept(self, ns: str, state: NsState, seq: int, ts: int, source: str,
                 line_number: int) -> None:
         if seq != state.last_seq + 1:
             self.gaps.append(SeqGap(nameserver_id=ns, after_seq=state.last_seq, next_seq=seq,
@@ -413,7 +386,7 @@ class JournalReader:
                              cluster=cluster, broker_name=name, broker_addr=addr)
 
     def _decode(self, op: str, args: Mapping[str, Any], cluster: Any, name: Any, addr: Any,
-                state: _NsState, where: str) -> Call:
+                state: NsState, where: str) -> Call:
         if op == "register":
             return self._register(args, cluster, name, addr, state, where)
         if op == "unregister":
@@ -446,7 +419,7 @@ class JournalReader:
         return call
 
     @staticmethod
-    def _table(state: _NsState, table_id: int) -> Registration:
+    def _table(state: NsState, table_id: int) -> Registration:
         found = state.tables.get(table_id)
         if found is None:
             why = (f" (its definition at {state.bad_tables[table_id]} was rejected)"
@@ -455,7 +428,7 @@ class JournalReader:
         return found
 
     def _register(self, args: Mapping[str, Any], cluster: Any, name: Any, addr: Any,
-                  state: _NsState, where: str) -> Register:
+                  state: NsState, where: str) -> Register:
         unknown = sorted(set(args) - {"table_id", "table", "channel"})
         if unknown:
             raise _Bad(f"register: unknown args field(s) {', '.join(map(repr, unknown))}")
@@ -467,7 +440,7 @@ class JournalReader:
                 raise _Bad(f"register: table_id {table_id} is already defined at "
                            f"{state.table_lines[table_id]}")
             if table_id in state.tables:
-                self._forget_table(state, table_id)  # redefined after a restart
+                forget_table(state, table_id)  # redefined after a restart
             try:
                 template = Registration.from_json(args["table"])
             except InvalidRequest as exc:
@@ -476,30 +449,7 @@ class JournalReader:
         else:
             template = self._table(state, table_id)
         _columns_of_table("register", cluster, name, addr, template)
-        return self._built(state, table_id, template, decode_channel(args.get("channel")))
-
-    @staticmethod
-    def _forget_table(state: _NsState, table_id: int) -> None:
-        """Drop a table defined before the last header, which a line after it defines
-        again (a restarted recorder numbers its tables from 1): references from here on
-        mean the new definition. Remembered rests may name the old one: all are dropped
-        (a restart is rare; they are learnt again)."""
-        del state.tables[table_id]
-        state.built.pop(table_id, None)
-        state.known.clear()
-
-    @staticmethod
-    def _built(state: _NsState, table_id: int, template: Registration,
-               channel: Hashable | None) -> Register:
-        """The call for ``template`` on ``channel``: the last one built when the channel is
-        the same (equal calls, one object), else a new one."""
-        last = state.built.get(table_id)
-        if last is not None and last[0] == channel:
-            return last[1]
-        reg = template if channel is None else attrs.evolve(template, channel=channel)
-        call = Register(registration=reg)
-        state.built[table_id] = (channel, call)
-        return call
+        return built_call(state, table_id, template, decode_channel(args.get("channel")))
 
 
 def _columns_of_table(op: str, cluster: Any, name: Any, addr: Any,

@@ -22,10 +22,12 @@ from .._messages import (
     UnregisterRequest,
     VersionAnswer,
 )
+from .._restore import snapshot_manager
 from .._validate import check_int
 from .._values import BrokerAddr, BrokerLiveInfo, DataVersion, QueueData, TopicRouteData
 from ._args import common_broker_name, common_value, encode_args, encode_channel
 from ._format import JournalHeader, JournalSink, dumps
+from ._snapshot import SnapshotSchedule, snapshot_line
 
 __all__ = ["JournalRecorder"]
 
@@ -48,19 +50,29 @@ class JournalRecorder:
     >>> print(sink.getvalue().splitlines()[1])
     {"ns":"ns-0","seq":1,"ts":0,"op":"heartbeat","cluster":"c","broker_name":null,"broker_addr":"10.0.0.1:10911","args":{}}
 
-    The header line is written at construction, with the manager's config and the clock's
-    current time as ``start_ms``; wrap a manager before anything is written to it (a
-    non-empty manager raises `routing.InvalidRequest`, a ``ValueError``: its earlier calls
-    could never be replayed).
+    The header line is written at construction, with the manager's config and its creation
+    time (`RouteInfoManager.started_ms`) as ``start_ms``; wrap a manager before anything
+    is written to it (a non-empty manager raises `routing.InvalidRequest`, a
+    ``ValueError``: its earlier calls could never be replayed).
     ``after_seq`` is the last sequence number of this name server's earlier journal
     (`routing.journal.last_seq`): the header is then a restart numbered ``after_seq + 1``
-    and the numbers go on from there, so the journals of every run read as one.
+    and the numbers go on from there (snapshot lines included), so the journals of every
+    run read as one.
 
     Write calls (register, unregister, unregister_many, heartbeat, query_data_version,
     scan_expired, on_channel_closed, delete_topic, register_topic, wipe/add_write_perm) are
-    applied and then written, one line each, with the next sequence number and the clock time
-    read just before the call. A call that raises changed nothing and is not written. Read
+    applied and then written, one line each, with the next sequence number and the time the
+    call used (`RouteInfoManager.last_ms` when the call read the clock, else the clock time
+    read just before it), so a replay sees the times the live manager saw even when the
+    clock ticks during a call. A call that raises changed nothing and is not written. Read
     calls are forwarded and not written: they change nothing.
+
+    With ``snapshot_every_ms`` (journal time, ms) and/or ``snapshot_every_records``, a
+    ``snapshot`` line with the manager's whole state and the topic tables of the live
+    addresses follows the first line written once that much time or that many lines
+    passed since the last snapshot (or the header); any other table is written again in
+    full on its next use (``docs/journal.md``, "Snapshots"): a replay can then start at
+    any snapshot. Off by default.
 
     Thread-safe: one lock spans apply-and-write, so line order is application order. The
     sink is not flushed or closed here. Cost per call: the manager's, plus one JSON encoding
@@ -69,7 +81,10 @@ class JournalRecorder:
     """
 
     def __init__(self, manager: RouteInfoManager, sink: JournalSink, *,
-                 nameserver_id: str, after_seq: int | None = None) -> None:
+                 nameserver_id: str, after_seq: int | None = None,
+                 snapshot_every_ms: int | None = None,
+                 snapshot_every_records: int | None = None) -> None:
+        self._snapshots = SnapshotSchedule.of(snapshot_every_ms, snapshot_every_records)
         self._lock = threading.RLock()
         self._sink = sink
         self._nameserver_id = nameserver_id
@@ -86,6 +101,7 @@ class JournalRecorder:
         #: Every line starts with this, then the sequence number.
         self._prefix = '{"ns":' + dumps(nameserver_id) + ',"seq":'
         self._write_header(manager)
+        self._snapshots.start(manager.started_ms, self._seq)
 
     # ------------------------------------------------------------------ state
 
@@ -113,7 +129,9 @@ class JournalRecorder:
 
     def restart(self, manager: RouteInfoManager) -> None:
         """The name server restarted with ``manager`` (fresh and empty): write a restart
-        header and record into it from now on. Sequence numbers and table ids continue."""
+        header and record into it from now on. Sequence numbers, table ids and the
+        snapshot schedule continue (the next snapshot, when due, describes the new
+        manager)."""
         with self._lock:
             self._groups.clear()
             self._manager = manager
@@ -127,7 +145,7 @@ class JournalRecorder:
                                  field="manager", value=manager)
         self._seq += 1
         header = JournalHeader(nameserver_id=self._nameserver_id, seq=self._seq,
-                               start_ms=manager.clock.now_ms(), config=manager.config)
+                               start_ms=manager.started_ms, config=manager.config)
         self._sink.write(dumps(header.to_json()) + "\n")
 
     # ------------------------------------------------------------------ recording
@@ -140,13 +158,39 @@ class JournalRecorder:
         fields in `RECORD_FIELDS` order."""
         if args is None:  # encoded first: a call JSON cannot carry is not applied
             args = encode_args(call, self._channel_refs)
-        ts = self._manager.clock.now_ms()
-        result = call.apply(self._manager)
+        manager = self._manager
+        ts = manager.clock.now_ms()
+        result = call.apply(manager)
+        if manager.last_ms > ts:  # the time the call used (the clock moved since, or back)
+            ts = manager.last_ms
         self._seq += 1
         line = dumps({"ts": ts, "op": call.op, "cluster": cluster, "broker_name": broker_name,
                       "broker_addr": broker_addr, "args": args})
         self._sink.write(f"{self._prefix}{self._seq},{line[1:]}\n")
+        if ts >= self._snapshots.due_ms or self._seq >= self._snapshots.due_seq:
+            self._snapshot(ts)
         return result
+
+    def write_snapshot(self) -> None:
+        """Write a ``snapshot`` line now (besides the scheduled ones), at the clock's time.
+        O(state)."""
+        with self._lock:
+            self._snapshot(self._manager.clock.now_ms())
+
+    def _snapshot(self, ts: int) -> None:
+        """Write the manager's state as the next line (``_snapshot.py``) with the tables of
+        the addresses still live, and forget the others' (written again in full on their
+        next use): no line after the snapshot needs one before it. The caller holds the
+        lock. O(state + those tables)."""
+        state = snapshot_manager(self._manager)
+        live = {(e.cluster, e.broker_addr) for e in state.live}
+        self._tables = {k: v for k, v in self._tables.items() if (k[0], k[2]) in live}
+        kept = {t[1]: t[0] for tables in self._tables.values() for t in tables}
+        self._last_table = {k: v for k, v in self._last_table.items() if v[2] in kept}
+        self._seq += 1
+        self._sink.write(snapshot_line(self._nameserver_id, self._seq, ts, state, kept,
+                                       self._channel_refs) + "\n")
+        self._snapshots.start(ts, self._seq)
 
     def _find_table(self, reg: Registration) -> tuple[list[_Table], int]:
         """The kept tables of the registration's address, and the index of the one equal to
@@ -178,8 +222,11 @@ class JournalRecorder:
                 channel = f',"channel":{ch}'
             else:
                 channel = ',"channel":' + dumps(encode_channel(ch, self._channel_refs))
-            ts = self._manager.clock.now_ms()
-            result = self._manager.register(reg)
+            manager = self._manager
+            ts = manager.clock.now_ms()
+            result = manager.register(reg)
+            if manager.last_ms > ts:  # the time the registration used
+                ts = manager.last_ms
             self._seq += 1
             if found >= 0:
                 table = kept[found]
@@ -203,6 +250,8 @@ class JournalRecorder:
                 reg.broker_name, reg.data_version, kept[-1][1])
             if result.accepted:
                 self._groups[(reg.cluster, reg.broker_addr)] = reg.broker_name
+            if ts >= self._snapshots.due_ms or self._seq >= self._snapshots.due_seq:
+                self._snapshot(ts)
             return result
 
     def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,

@@ -12,7 +12,9 @@ from .._errors import InvalidType, RoutingError
 from .._frozen import FrozenMap
 from .._manager import RouteInfoManager
 from .._messages import RouteChange
+from .._restore import restore_manager, snapshot_manager
 from ._format import JournalEntry, JournalHeader, JournalRecord
+from ._snapshot import JournalSnapshot
 
 __all__ = ["ReplayError", "ReplayEvent", "Replayer", "replay"]
 
@@ -66,12 +68,17 @@ class Replayer:
 
     A `JournalHeader` creates (or, for a restart, replaces) the name server's manager: a fresh
     `RouteInfoManager` with the header's config on a `ManualClock` set to ``start_ms``. A
-    `JournalRecord` sets that clock to the record's time and applies the call. Entries of
+    `JournalRecord` sets that clock to the record's time and applies the call. A
+    `JournalSnapshot` starts a name server that has no manager yet (a replay beginning in
+    the middle of a journal) and is compared with the manager of one that has
+    (``check_snapshots``); it never changes a manager. Entries of
     different name servers may come interleaved in any order; each name server's own entries
     must come in sequence order. Cost per entry: the manager call's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, check_snapshots: bool = True) -> None:
+        #: Whether a snapshot met with a manager already built is compared with it.
+        self.check_snapshots = check_snapshots
         self._managers: dict[str, RouteInfoManager] = {}
         self._clocks: dict[str, _ReplayClock] = {}
         self._changes: list[RouteChange] = []
@@ -116,9 +123,12 @@ class Replayer:
                                                   listener=self._changes.append)
             return ReplayEvent(nameserver_id=ns, seq=entry.seq, at_ms=entry.start_ms,
                                op="header")
+        if isinstance(entry, JournalSnapshot):
+            return self._snapshot(entry)
         if not isinstance(entry, JournalRecord):
-            raise InvalidType(f"entry must be a JournalHeader or JournalRecord, got "
-                              f"{entry!r:.80}", field="entry", value=entry)
+            raise InvalidType(f"entry must be a JournalHeader, JournalRecord or "
+                              f"JournalSnapshot, got {entry!r:.80}", field="entry",
+                              value=entry)
         ns = entry.nameserver_id
         manager = self._managers.get(ns)
         if manager is None:
@@ -137,6 +147,27 @@ class Replayer:
         change = self._changes[0] if self._changes else None
         return ReplayEvent(nameserver_id=ns, seq=entry.seq, at_ms=entry.at_ms, op=entry.op,
                            change=change, result=result)
+
+    def _snapshot(self, entry: JournalSnapshot) -> ReplayEvent:
+        """A name server without a manager starts from the snapshot (`restore_manager`, its
+        clock at the snapshot's time; ``result`` None). One with a manager keeps it: the
+        snapshot only checks it (``result`` True when the replayed state equals the
+        recorded one, False when not, None with ``check_snapshots=False``). O(state)."""
+        ns = entry.nameserver_id
+        manager = self._managers.get(ns)
+        result: bool | None = None
+        if manager is None:
+            clock = self._clocks[ns] = _ReplayClock(start_ms=entry.at_ms)
+            self._managers[ns] = restore_manager(entry.state, clock=clock,
+                                                 listener=self._changes.append)
+        else:
+            if not self._clocks[ns].move_to(entry.at_ms):
+                raise ReplayError(f"time going back to {entry.at_ms} ms", nameserver_id=ns,
+                                  seq=entry.seq)
+            if self.check_snapshots:
+                result = snapshot_manager(manager) == entry.state
+        return ReplayEvent(nameserver_id=ns, seq=entry.seq, at_ms=entry.at_ms, op="snapshot",
+                           result=result)
 
 
 def replay(records: Iterable[JournalEntry], *, changes_only: bool = False,

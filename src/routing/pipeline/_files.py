@@ -32,7 +32,13 @@ from typing import TypeAlias
 
 import attrs
 
-from ..journal import JournalEntry, JournalHeader, JournalRecord, open_journal_bytes
+from ..journal import (
+    JournalEntry,
+    JournalHeader,
+    JournalRecord,
+    JournalSnapshot,
+    open_journal_bytes,
+)
 from ._errors import InputError, JournalNotFound, SourcesTypeError
 from ._schema import Row
 
@@ -231,8 +237,8 @@ def lines_of(sources: Sources, notes: list[Row] | None = None
         return ((name, number, text, None, None) for name, lines in sources.items()
                 for number, text in enumerate(lines, start=1))
     items = list(sources)
-    if all(isinstance(i, JournalHeader | JournalRecord) for i in items) and items:
-        return [i for i in items if isinstance(i, JournalHeader | JournalRecord)]
+    if all(isinstance(i, JournalHeader | JournalRecord | JournalSnapshot) for i in items) and items:
+        return [i for i in items if isinstance(i, JournalHeader | JournalRecord | JournalSnapshot)]
     paths: list[str | os.PathLike[str]] = []
     for i in items:
         if not isinstance(i, str | os.PathLike):

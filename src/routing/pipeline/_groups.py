@@ -40,6 +40,7 @@ from ..journal import (
     JournalHeader,
     JournalReader,
     JournalRecord,
+    JournalSnapshot,
     QueryDataVersion,
     Register,
     RegisterTopic,
@@ -67,6 +68,8 @@ def nodes_of(entry: JournalEntry) -> tuple[str, ...]:
     not split this name server". Deterministic and O(size of the call)."""
     if isinstance(entry, JournalHeader):
         return ()
+    if isinstance(entry, JournalSnapshot):  # the whole state: one component
+        return (WHOLE,)
     call = entry.call
     if isinstance(call, Register):
         reg = call.registration

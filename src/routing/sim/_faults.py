@@ -182,6 +182,8 @@ class SimConfig:
     ``acting_master`` runs the brokers in slave-acting-master mode (``enableSlaveActingMaster``:
     a QUERY_DATA_VERSION heartbeat every 1 000 ms, a 10 000 ms timeout); pair it with
     ``routing=RoutingConfig(support_acting_master=True, ...)`` for the route rewrite.
+    ``snapshot_every_ms`` makes every journal carry a snapshot of its name server that often
+    (``docs/journal.md``, "Snapshots").
     """
 
     groups: int = attrs.field(default=20, validator=positive)
@@ -205,6 +207,9 @@ class SimConfig:
     latency_min_ms: int = attrs.field(default=1, validator=non_negative)
     latency_mean_ms: float = 4.0
     cluster: str = "DefaultCluster"
+    #: Each journal gets a ``snapshot`` line every this many simulated ms (None: never).
+    snapshot_every_ms: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(positive))
 
     @faults.validator
     def _check_faults(self, attribute: object, value: str | tuple[Fault, ...]) -> None:

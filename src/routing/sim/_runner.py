@@ -168,7 +168,8 @@ class Simulation(FaultInjection):
         manager = RouteInfoManager(clock=self.clock, config=cfg.routing,
                                    listener=lambda change: self._on_change(ns, change))
         if ns.recorder is None:
-            ns.recorder = JournalRecorder(manager, ns.sink, nameserver_id=ns.id)
+            ns.recorder = JournalRecorder(manager, ns.sink, nameserver_id=ns.id,
+                                          snapshot_every_ms=cfg.snapshot_every_ms)
         else:
             ns.recorder.restart(manager)
         ns.manager = manager

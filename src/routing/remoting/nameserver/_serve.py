@@ -41,8 +41,8 @@ class _Settable(Protocol):
     def set(self) -> None: ...
 
 
-def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver_id: str
-                  ) -> tuple[RouteManager, IO[str], Path]:
+def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver_id: str,
+                  snapshot_every_ms: int | None = None) -> tuple[RouteManager, IO[str], Path]:
     """Wrap ``manager`` in ``routing.journal.JournalRecorder`` writing a new JSON Lines file
     ``<journal_dir>/<nameserver_id>-<start ms>.jsonl`` (line-buffered: every record is on
     disk once its call returns). When an earlier run of ``nameserver_id`` left a file there,
@@ -66,8 +66,9 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
     after = module.last_seq_of_files(earlier, nameserver_id)
     sink = open(path, "x", encoding="utf-8", newline="\n", buffering=1)  # noqa: SIM115
     try:
+        more = {} if snapshot_every_ms is None else {"snapshot_every_ms": snapshot_every_ms}
         recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id,
-                                                after_seq=after)
+                                                after_seq=after, **more)
     except BaseException:
         sink.close()
         raise
@@ -96,6 +97,7 @@ def _served(address: tuple[str, int], settings: NamesrvConfig) -> list[tuple[str
 async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 manager: RouteInfoManager | None = None, config: RoutingConfig | None = None,
                 scan_interval_ms: int | None = None, journal_dir: str | Path | None = None,
+                journal_snapshot_every_ms: int | None = None,
                 ready_event: _Settable | None = None,
                 stop_event: asyncio.Event | None = None,
                 install_signal_handlers: bool = True,
@@ -117,12 +119,14 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``ready_event`` (an asyncio or threading Event) is set once listening, and
     ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
     ``journal_dir``, every write call is journaled (``routing.journal``) under
-    ``nameserver_id`` (default ``host:port``). ``metrics=(host, port)`` serves Prometheus
-    text at ``/metrics`` there (the ``metrics`` extra). ``shadow`` refuses clients' route
-    reads and answers brokers (`routing.remoting.nameserver._shadow`: beside a Java fleet,
-    for its journal). Returns the address it listened on.
+    ``nameserver_id`` (default ``host:port``), with a snapshot of the tables every
+    ``journal_snapshot_every_ms`` of journal time when given. ``metrics=(host, port)``
+    serves Prometheus text at ``/metrics`` there (the ``metrics`` extra). ``shadow``
+    refuses clients' route reads and answers brokers
+    (`routing.remoting.nameserver._shadow`: beside a Java fleet, for its journal). Returns
+    the address it listened on.
     Cost: `NameServerHost`'s per request; the KV file, when given, is written on every
-    change (O(table size)).
+    change (O(table size)); a journal snapshot O(state) every period.
     """
     if settings is not None:
         if config is not None and config != settings.routing:
@@ -149,7 +153,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     journal: IO[str] | None = None
     if journal_dir is not None:
         routes, journal, path = _open_journal(journal_dir, manager,
-                                              nameserver_id or f"{host}:{port}")
+                                              nameserver_id or f"{host}:{port}",
+                                              journal_snapshot_every_ms)
         _log(logging.INFO, "journal_opened", path=path)
     if shadow:
         _log(logging.INFO, "shadow_mode", refused="GET_ROUTEINFO_BY_TOPIC")
