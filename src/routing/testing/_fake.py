@@ -533,13 +533,18 @@ class FakeNameServer(RouteAssertions):
         broker.last_result = result
         if result.accepted:
             broker.generation = result.generation
-            self._log("register", f"{how} registration as {broker.cluster}/{broker.name} "
-                                  f"id={broker.broker_id}, {len(reg.topics)} topic(s), version "
-                                  f"counter {reg.data_version.counter}", broker.addr)
-        else:
-            self._log("rejected", f"{how} registration rejected: {result.rejection}",
-                      broker.addr)
+        self._log_registration(how, reg, result, addr=broker.addr,
+                               who=f"{broker.cluster}/{broker.name} id={broker.broker_id}")
         return result
+
+    def _log_registration(self, how: str, reg: Registration, result: RegisterResult, *,
+                          addr: str, who: str) -> None:
+        """The event of one registration, a fake broker's or one over the wire."""
+        if result.accepted:
+            self._log("register", f"{how} registration as {who}, {len(reg.topics)} topic(s), "
+                                  f"version counter {reg.data_version.counter}", addr)
+        else:
+            self._log("rejected", f"{how} registration rejected: {result.rejection}", addr)
 
     def _channel_closed(self, channel: FakeChannel) -> tuple[ExpiredBroker, ...]:
         if not self.running:  # a stopped server has no connections left to close

@@ -82,14 +82,9 @@ class WireManager:
         fake, reg = self._fake, registration
         result = fake._call(lambda m: m.register(reg))
         how = "tcp increment" if reg.partial else "tcp"
-        if result.accepted:
-            fake._log("register", f"{how} registration as {reg.cluster}/{reg.broker_name} "
-                                  f"id={reg.broker_id} from {self._describe(reg.channel)}, "
-                                  f"{len(reg.topics)} topic(s), version counter "
-                                  f"{reg.data_version.counter}", reg.broker_addr)
-        else:
-            fake._log("rejected", f"{how} registration rejected: {result.rejection}",
-                      reg.broker_addr)
+        fake._log_registration(how, reg, result, addr=reg.broker_addr,
+                               who=f"{reg.cluster}/{reg.broker_name} id={reg.broker_id} "
+                                   f"from {self._describe(reg.channel)}")
         return result
 
     def unregister(self, *, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
