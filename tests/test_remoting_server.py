@@ -20,6 +20,7 @@ import attrs
 import pytest
 
 import routing as r
+from routing.journal import parse_journal_file_name
 from routing.remoting import (
     CURRENT_VERSION,
     FLAG_ONEWAY,
@@ -354,8 +355,8 @@ def test_serve_journal(tmp_path: Any) -> None:
             run(lambda: _serve_and_register(tmp_path / "j"))
         return
     run(lambda: _serve_and_register(tmp_path / "j"))
-    [path] = list((tmp_path / "j").iterdir())
-    assert path.name.startswith("ns-test-") and path.suffix == ".jsonl"
+    [path] = list((tmp_path / "j").iterdir())  # a rotated file, renamed into place
+    assert path.name == "ns-test.0000000000000000.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert lines[0]["nameserver"] == "ns-test"
     ops = [line["op"] for line in lines[1:]]
@@ -363,13 +364,16 @@ def test_serve_journal(tmp_path: Any) -> None:
 
 
 def test_serve_journal_with_snapshots(tmp_path: Any) -> None:
-    from routing.journal import Replayer, read_journal, replay
+    from routing.journal import Replayer, read_journal, read_journals, replay, rotated_files
 
     run(lambda: _serve_and_register(tmp_path / "j", journal_snapshot_every_ms=1))
-    [path] = list((tmp_path / "j").iterdir())
-    read = read_journal(path)
+    paths = rotated_files(tmp_path / "j", "ns-test")
+    assert sorted(p.name for p in (tmp_path / "j").iterdir()) == [p.name for p in paths]
+    read = read_journals(paths)
     assert read.ok
     assert [e.op for e in read.records] == ["header", "register", "snapshot"]
+    # the snapshot starts a file of its own, which reads without the one before
+    assert [e.op for e in read_journal(paths[-1]).records] == ["snapshot"]
     events = list(replay(read.records, replayer=Replayer()))
     assert events[-1].result is True  # the replayed state is the server's, to the ms
 
@@ -402,7 +406,9 @@ def test_routing_serve_cli_logs_json_and_stops_on_sigint(tmp_path: Any) -> None:
         assert proc.wait(timeout=TIMEOUT_S) == 0
         tail = [json.loads(line) for line in proc.stderr.read().splitlines()]
         assert [e["event"] for e in tail][-2:] == ["shutting_down", "stopped"]
-        assert [p.name.startswith("ns-cli-") for p in tmp_path.iterdir()] == [True]
+        names = sorted(p.name for p in tmp_path.iterdir())  # every file renamed into place
+        assert names[0] == "ns-cli.0000000000000000.jsonl"
+        assert {(parse_journal_file_name(n) or ("?",))[0] for n in names} == {"ns-cli"}
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -62,11 +62,22 @@ from ._reader import (
 )
 from ._recorder import JournalRecorder
 from ._replay import Replayer, ReplayError, ReplayEvent, replay
+from ._rotate import (
+    DEFAULT_ROTATE_BYTES,
+    DEFAULT_ROTATE_EVERY_MS,
+    RotatingJournal,
+    finish_open_files,
+    journal_file_name,
+    parse_journal_file_name,
+    rotated_files,
+)
 from ._segments import segment_starts, snapshot_key
 from ._snapshot import JournalSnapshot
 from ._tail import last_seq, last_seq_of_files
 
 __all__ = (
+    "DEFAULT_ROTATE_BYTES",
+    "DEFAULT_ROTATE_EVERY_MS",
     "JOURNAL_FORMAT",
     "JOURNAL_VERSION",
     "AddWritePerm",
@@ -92,19 +103,24 @@ __all__ = (
     "ReplayError",
     "ReplayEvent",
     "Replayer",
+    "RotatingJournal",
     "Scan",
     "SeqGap",
     "Unregister",
     "UnregisterMany",
     "WipeWritePerm",
+    "finish_open_files",
     "iter_journal",
+    "journal_file_name",
     "last_seq",
     "last_seq_of_files",
     "open_journal",
     "open_journal_bytes",
+    "parse_journal_file_name",
     "read_journal",
     "read_journals",
     "replay",
+    "rotated_files",
     "segment_starts",
     "snapshot_key",
 )

@@ -359,7 +359,10 @@ class JournalReader:
             raise _Bad(f"ns must be a string, got {ns!r:.80}")
         state = self._ns.get(ns)
         if state is None:
-            raise _Bad(f"no header for name server {ns!r} before this record")
+            raise _Bad(f"no header for name server {ns!r} before this record (nor a "
+                       f"snapshot: the journal's start is missing, e.g. older files were "
+                       f"deleted; keep a name server's files from one that starts with a "
+                       f"snapshot)")
         seq = check_int("seq", doc["seq"], low=1)
         ts = check_int("ts", doc["ts"], low=0)
         op = doc["op"]

@@ -15,7 +15,7 @@ import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from ..._clock import SystemClock
 from ..._errors import InvalidRequest, RoutingError
@@ -42,12 +42,20 @@ class _Settable(Protocol):
 
 
 def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver_id: str,
-                  snapshot_every_ms: int | None = None) -> tuple[RouteManager, IO[str], Path]:
-    """Wrap ``manager`` in ``routing.journal.JournalRecorder`` writing a new JSON Lines file
-    ``<journal_dir>/<nameserver_id>-<start ms>.jsonl`` (line-buffered: every record is on
-    disk once its call returns). When an earlier run of ``nameserver_id`` left a file there,
-    its last sequence number is read from the end of the newest one, and the new file's
-    header continues from it: a restart (docs/journal.md)."""
+                  snapshot_every_ms: int | None = None, *,
+                  rotate_every_ms: int | None = 10_000,
+                  rotate_bytes: int | None = 64 * 1024 * 1024,
+                  ) -> tuple[RouteManager, Any, Path]:
+    """Wrap ``manager`` in ``routing.journal.JournalRecorder`` writing rotating files
+    ``<journal_dir>/<nameserver_id>.<first seq>.jsonl`` (`routing.journal.RotatingJournal`:
+    each written under a hidden name, line-buffered, so every record is on disk once its call
+    returns, then fsynced and renamed into place every ``rotate_every_ms`` of the manager's
+    clock or ``rotate_bytes``; 0 or None: never on that count). Files a killed run left
+    under their hidden names are renamed into place first. When an earlier run of
+    ``nameserver_id`` left files there (rotated, or ``<id>-<start ms>.jsonl`` of earlier
+    versions), its last sequence number is read from the end of the newest one, and the new
+    header continues from it: a restart (docs/journal.md). Returns the recorder, the sink
+    and the folder."""
     try:
         module: Any = importlib.import_module("routing.journal")
     except ImportError:
@@ -59,12 +67,15 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
                            "available in this build")
     directory = Path(journal_dir)
     directory.mkdir(parents=True, exist_ok=True)
+    module.finish_open_files(directory, nameserver_id)
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in nameserver_id)
-    path = directory / f"{safe}-{manager.clock.now_ms()}.jsonl"
     # An earlier run's file: go on with its numbers (the header is a restart).
-    earlier = sorted(directory.glob(f"{glob.escape(safe)}-*.jsonl"), key=_started, reverse=True)
+    older = sorted(directory.glob(f"{glob.escape(safe)}-*.jsonl"), key=_started, reverse=True)
+    earlier = module.rotated_files(directory, nameserver_id)[::-1] + older
     after = module.last_seq_of_files(earlier, nameserver_id)
-    sink = open(path, "x", encoding="utf-8", newline="\n", buffering=1)  # noqa: SIM115
+    sink = module.RotatingJournal(directory, nameserver_id, clock=manager.clock,
+                                  rotate_every_ms=rotate_every_ms, rotate_bytes=rotate_bytes,
+                                  fsync=True, line_buffered=True)
     try:
         more = {} if snapshot_every_ms is None else {"snapshot_every_ms": snapshot_every_ms}
         recorder: RouteManager = recorder_class(manager, sink, nameserver_id=nameserver_id,
@@ -72,7 +83,7 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
     except BaseException:
         sink.close()
         raise
-    return recorder, sink, path
+    return recorder, sink, directory
 
 
 def _started(path: Path) -> tuple[int, str]:
@@ -98,6 +109,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
                 manager: RouteInfoManager | None = None, config: RoutingConfig | None = None,
                 scan_interval_ms: int | None = None, journal_dir: str | Path | None = None,
                 journal_snapshot_every_ms: int | None = None,
+                journal_rotate_every_ms: int | None = 10_000,
+                journal_rotate_bytes: int | None = 64 * 1024 * 1024,
                 ready_event: _Settable | None = None,
                 stop_event: asyncio.Event | None = None,
                 install_signal_handlers: bool = True,
@@ -120,7 +133,9 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     ``on_listening`` called with the bound ``(host, port)`` (useful with port 0). With
     ``journal_dir``, every write call is journaled (``routing.journal``) under
     ``nameserver_id`` (default ``host:port``), with a snapshot of the tables every
-    ``journal_snapshot_every_ms`` of journal time when given. ``metrics=(host, port)``
+    ``journal_snapshot_every_ms`` of journal time when given, into files rotated every
+    ``journal_rotate_every_ms`` (ms) or ``journal_rotate_bytes`` (docs/journal.md,
+    "Rotation"). ``metrics=(host, port)``
     serves Prometheus text at ``/metrics`` there (the ``metrics`` extra). ``shadow``
     refuses clients' route reads and answers brokers
     (`routing.remoting.nameserver._shadow`: beside a Java fleet, for its journal). Returns
@@ -150,12 +165,14 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
              namespaces=len(kv.snapshot()))
     interval = scan_interval_ms if scan_interval_ms is not None else manager.config.scan_interval_ms
     routes: RouteManager = manager
-    journal: IO[str] | None = None
+    journal: Any = None
     if journal_dir is not None:
-        routes, journal, path = _open_journal(journal_dir, manager,
+        routes, journal, _ = _open_journal(journal_dir, manager,
                                               nameserver_id or f"{host}:{port}",
-                                              journal_snapshot_every_ms)
-        _log(logging.INFO, "journal_opened", path=path)
+                                              journal_snapshot_every_ms,
+                                              rotate_every_ms=journal_rotate_every_ms,
+                                              rotate_bytes=journal_rotate_bytes)
+        _log(logging.INFO, "journal_opened", path=journal.current_path)
     if shadow:
         _log(logging.INFO, "shadow_mode", refused="GET_ROUTEINFO_BY_TOPIC")
     kind = ShadowProcessor if shadow else NameServerProcessor
@@ -187,7 +204,8 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
             _log(logging.ERROR, "listen_failed", host=host, port=port, error=why)
             if journal is not None:  # its header only: no run to journal
                 journal.close()
-                path.unlink(missing_ok=True)
+                if journal.last_closed is not None:
+                    journal.last_closed.unlink(missing_ok=True)
                 journal = None
             failed = ListenError(f"cannot listen on {host}:{port}: {why}")
             failed.errno = exc.errno
