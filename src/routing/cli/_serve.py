@@ -20,7 +20,7 @@ from ..remoting import (
     run_server,
 )
 from ._hosting import configure_logging, split_listen
-from ._simulate import _duration
+from ._simulate import _duration, _period, _size
 
 __all__ = ["serve_command"]
 
@@ -82,6 +82,13 @@ def _epilog() -> str:
               callback=_duration, metavar="DURATION",
               help="With --journal: write a snapshot of the tables into the journal this "
                    "often (e.g. 10m), so that a replay can be split there. Default: none.")
+@click.option("--journal-rotate-every", "journal_rotate_every", default="10s",
+              show_default=True, callback=_period, metavar="DURATION",
+              help="With --journal: close the journal file and start a new one this often "
+                   "(each appears complete, docs/journal.md \"Rotation\"); 0: never.")
+@click.option("--journal-rotate-bytes", "journal_rotate_bytes", default="64MB",
+              show_default=True, callback=_size, metavar="SIZE",
+              help="With --journal: also start a new file once one holds this much; 0: never.")
 @click.option("--nameserver-id", default=None,
               help="Name of this server in the journal (default: the --listen address).")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
@@ -100,7 +107,8 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
                   heartbeat_timeout_ms: int | None, support_acting_master: bool | None,
                   notify_min_broker_id_changed: bool | None, order_message_enable: bool | None,
                   delete_topic_with_broker_registration: bool | None, journal_dir: str | None,
-                  journal_snapshot_every: int | None, nameserver_id: str | None,
+                  journal_snapshot_every: int | None, journal_rotate_every: int,
+                  journal_rotate_bytes: int, nameserver_id: str | None,
                   log_level: str, log_json: bool, metrics_listen: str | None, shadow: bool,
                   loop: str) -> None:
     """Serve RocketMQ's remoting protocol: point brokers and clients at --listen.
@@ -142,6 +150,8 @@ def serve_command(listen: str, config_file: str | None, kv_config: str | None,
             settings = attrs.evolve(settings, kept=kept)
         run_server(host, port, settings=settings, journal_dir=journal_dir,
                    journal_snapshot_every_ms=journal_snapshot_every,
+                   journal_rotate_every_ms=journal_rotate_every,
+                   journal_rotate_bytes=journal_rotate_bytes,
                    nameserver_id=nameserver_id or listen, kv_config=kv_path, loop=loop,
                    metrics=metrics, shadow=shadow)
     except (RoutingError, OSError) as exc:

@@ -34,6 +34,7 @@ from ._faults import (
     TopicDelete,
     plan_faults,
 )
+from ._live import LivePacing, Pacer
 from ._model import FaultRecord, NsChange, SimResult, SimStats
 from ._runner import Progress, Simulation, simulate
 from ._summary import FaultSummary, SimSummary, summarize
@@ -48,8 +49,10 @@ __all__ = (
     "Fault",
     "FaultRecord",
     "FaultSummary",
+    "LivePacing",
     "NameServerRestart",
     "NsChange",
+    "Pacer",
     "Partition",
     "Progress",
     "SimConfig",

@@ -55,11 +55,12 @@ class SimResult:
 
     ``managers`` are the name servers' managers at the end (live objects: read them, do not
     write). Journals are in ``journal_texts`` (ns id → text) when the run kept them in
-    memory, or in the files of ``journal_paths``. ``changes`` lists, in order, every route
-    change and broker removal each name server saw. ``route_timeline[topic][ns]`` is the
-    route each name server served over time, and ``serving[ns]`` when it answered clients
-    (up, past its readiness gate) as (ms, bool) steps. ``client_views[c]`` is the set of
-    broker addresses client ``c`` could route to, after each poll that changed it.
+    memory, or in the files of ``journal_paths`` (``journal_files`` when rotated).
+    ``changes`` lists, in order, every route change and broker removal each name server saw.
+    ``route_timeline[topic][ns]`` is the route each name server served over time, and
+    ``serving[ns]`` when it answered clients (up, past its readiness gate) as (ms, bool)
+    steps. ``client_views[c]`` is the set of broker addresses client ``c`` could route to,
+    after each poll that changed it.
     """
 
     config: SimConfig
@@ -75,6 +76,8 @@ class SimResult:
     stats: SimStats
     journal_texts: FrozenMap[str, str] = attrs.field(factory=FrozenMap)
     journal_paths: FrozenMap[str, Path] = attrs.field(factory=FrozenMap)
+    #: Rotated journals: ns id → its files in order (`routing.journal.RotatingJournal`).
+    journal_files: FrozenMap[str, tuple[Path, ...]] = attrs.field(factory=FrozenMap)
 
     def journal_lines(self, nameserver_id: str) -> list[str]:
         """The lines of one name server's journal (from memory or its file)."""
@@ -82,13 +85,19 @@ class SimResult:
             return self.journal_texts[nameserver_id].splitlines()
         from ..journal import open_journal
 
-        with open_journal(self.journal_paths[nameserver_id]) as handle:
-            return handle.read().splitlines()
+        lines: list[str] = []
+        for path in self.journal_files.get(nameserver_id) or (
+                self.journal_paths[nameserver_id],):
+            with open_journal(path) as handle:
+                lines += handle.read().splitlines()
+        return lines
 
     def read_journals(self) -> JournalReadResult:
         """Every name server's journal, read and validated (`routing.journal.read_journals`)."""
         if self.journal_texts:
             return read_journals(text.splitlines() for text in self.journal_texts.values())
+        if self.journal_files:
+            return read_journals(p for files in self.journal_files.values() for p in files)
         return read_journals(self.journal_paths.values())
 
     def removals(self, broker_addr: str) -> Mapping[str, tuple[int, ...]]:

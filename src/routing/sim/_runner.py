@@ -35,13 +35,20 @@ from ..heartbeat import (
     SendUnregister,
     SendVersionQuery,
 )
-from ..journal import JournalRecorder, JournalSink, open_journal
+from ..journal import (
+    DEFAULT_ROTATE_EVERY_MS,
+    JournalRecorder,
+    JournalSink,
+    RotatingJournal,
+    open_journal,
+)
 from ._faults import (
     CrashMode,
     SimConfig,
     plan_faults,
 )
 from ._inject import FaultInjection
+from ._live import LivePacing, Pacer
 from ._model import FaultRecord, NsChange, SimResult, SimStats
 from ._nodes import QUEUES_PER_TOPIC, Client, Group, NameServer, Proc
 
@@ -58,8 +65,17 @@ class Simulation(FaultInjection):
 
     def __init__(self, config: SimConfig, *, out_dir: Path | None = None,
                  gzip: bool = False, progress: Progress | None = None,
-                 sink_factory: Callable[[str], JournalSink] | None = None) -> None:
+                 sink_factory: Callable[[str], JournalSink] | None = None,
+                 rotate_every_ms: int | None = None, rotate_bytes: int | None = None,
+                 live: LivePacing | None = None) -> None:
         self.config = config
+        self._pacer = Pacer(live) if live is not None else None
+        rotating = out_dir is not None and (live is not None or bool(rotate_every_ms)
+                                            or bool(rotate_bytes))
+        if live is not None:  # wall ms → simulated ms
+            rotate_every_ms = live.sim_ms(DEFAULT_ROTATE_EVERY_MS if rotate_every_ms is None
+                                          else rotate_every_ms)
+        self._files: dict[str, list[Path]] = {}
         self.clock = ManualClock(start_ms=0)
         self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
         self._seq = 0
@@ -81,6 +97,11 @@ class Simulation(FaultInjection):
         for i in range(config.nameservers):
             if sink_factory is not None:
                 self._ns.append(NameServer(i, sink_factory(f"ns-{i}")))
+            elif out_dir is not None and rotating:
+                files = self._files[f"ns-{i}"] = []
+                self._ns.append(NameServer(i, RotatingJournal(
+                    out_dir, f"ns-{i}", clock=self.clock, rotate_every_ms=rotate_every_ms,
+                    rotate_bytes=rotate_bytes, gzip=gzip, on_close=files.append)))
             elif out_dir is not None:
                 path = out_dir / f"ns-{i}.jsonl{'.gz' if gzip else ''}"
                 self._paths[f"ns-{i}"] = path
@@ -140,19 +161,29 @@ class Simulation(FaultInjection):
         log(queue)) plus the managers' work."""
         started = time.perf_counter()
         end = self.config.duration_ms
-        heap, pop, clock = self._heap, heapq.heappop, self.clock
+        heap, pop, clock, pacer = self._heap, heapq.heappop, self.clock, self._pacer
         step = 60_000
         next_report = step
         events = 0
-        while heap and heap[0][0] <= end:
-            at, _, fn, arg = pop(heap)
-            if at > clock.now_ms():
-                clock.set(at)
-            fn(arg)
-            events += 1
-            if self._progress is not None and at >= next_report:
-                self._progress(at, end)
-                next_report = at - at % step + step
+        if pacer is not None:
+            pacer.start(clock.now_ms())
+        try:
+            while heap and heap[0][0] <= end:
+                at, _, fn, arg = pop(heap)
+                if at > clock.now_ms():
+                    if pacer is not None:
+                        pacer.wait_for(at)
+                    clock.set(at)
+                fn(arg)
+                events += 1
+                if self._progress is not None and at >= next_report:
+                    self._progress(at, end)
+                    next_report = at - at % step + step
+            if pacer is not None:
+                pacer.wait_for(end)
+        except BaseException:  # interrupted (Ctrl-C on a live run): files closed whole
+            self.close()
+            raise
         if clock.now_ms() < end:
             clock.set(end)
         self._events = events
@@ -411,15 +442,26 @@ class Simulation(FaultInjection):
 
     # ------------------------------------------------------------------ result
 
+    def close(self) -> None:
+        """Close the journal files this run opened (a rotating journal's last file is
+        renamed into place). Idempotent."""
+        for ns in self._ns:
+            if ns.id in self._paths or ns.id in self._files:
+                close = getattr(ns.sink, "close", None)
+                if close is not None:
+                    close()
+
+    @property
+    def pacer(self) -> Pacer | None:
+        """The live pacing's counters (None: not live)."""
+        return self._pacer
+
     def _result(self, wall_s: float) -> SimResult:
         texts: dict[str, str] = {}
         for ns in self._ns:
             if isinstance(ns.sink, io.StringIO):
                 texts[ns.id] = ns.sink.getvalue()
-            elif ns.id in self._paths:
-                close = getattr(ns.sink, "close", None)
-                if close is not None:
-                    close()
+        self.close()
         for index, line in enumerate(self._serving):
             if not line or line[0][0] > 0:
                 line.insert(0, (0, False))
@@ -440,7 +482,8 @@ class Simulation(FaultInjection):
                                ns.id: ns.recorder.seq + 1 if ns.recorder else 0
                                for ns in self._ns}),
                            wall_s=wall_s),
-            journal_texts=FrozenMap(texts), journal_paths=FrozenMap(self._paths))
+            journal_texts=FrozenMap(texts), journal_paths=FrozenMap(self._paths),
+            journal_files=FrozenMap({k: tuple(v) for k, v in self._files.items()}))
 
 
 def _expects_reply(action: Action) -> bool:
@@ -451,12 +494,21 @@ def _expects_reply(action: Action) -> bool:
 
 def simulate(config: SimConfig | None = None, *, out_dir: str | Path | None = None,
              gzip: bool = False, progress: Progress | None = None,
-             sink_factory: Callable[[str], JournalSink] | None = None) -> SimResult:
+             sink_factory: Callable[[str], JournalSink] | None = None,
+             rotate_every_ms: int | None = None, rotate_bytes: int | None = None,
+             live: LivePacing | None = None) -> SimResult:
     """Run one deterministic simulation (`SimConfig` defaults when None).
 
     Journals go to ``out_dir/ns-<i>.jsonl`` (``.jsonl.gz`` with ``gzip``) when ``out_dir``
     is given, else they are kept in memory (`SimResult.journal_texts`), unless
-    ``sink_factory(ns_id)`` supplies the sinks (then the caller owns them). ``progress(now_ms,
+    ``sink_factory(ns_id)`` supplies the sinks (then the caller owns them). With
+    ``rotate_every_ms`` (simulated ms) or ``rotate_bytes``, each name server's journal is
+    a series of complete files ``out_dir/ns-<i>.<first seq>.jsonl``
+    (`routing.journal.RotatingJournal`; `SimResult.journal_files`), the same lines as the
+    unrotated journal. ``live`` paces the run on the wall clock (`LivePacing`: ``speed``
+    simulated ms per real ms) and rotates every ``rotate_every_ms`` of *wall* time
+    (default 10 000), i.e. every ``rotate_every_ms · speed`` simulated ms: a live run
+    writes the same files as the run without ``live`` rotated that often. ``progress(now_ms,
     end_ms)`` is called about once per simulated minute. The same config always gives
     byte-identical journals. Cost: proportional to the number of events, about
     ``brokers · (1 + 2 · nameservers) · duration / register_period`` plus scans and polls.
@@ -466,4 +518,6 @@ def simulate(config: SimConfig | None = None, *, out_dir: str | Path | None = No
         directory = Path(out_dir)
         directory.mkdir(parents=True, exist_ok=True)
     return Simulation(config or SimConfig(), out_dir=directory, gzip=gzip,
-                      progress=progress, sink_factory=sink_factory).run()
+                      progress=progress, sink_factory=sink_factory,
+                      rotate_every_ms=rotate_every_ms, rotate_bytes=rotate_bytes,
+                      live=live).run()
