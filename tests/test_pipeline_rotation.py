@@ -49,6 +49,8 @@ def test_rotated_and_unrotated_runs_give_equal_tables(tmp_path: Path,
     plain = simulate(config, out_dir=tmp_path / "plain")
     rotated = simulate(config, out_dir=tmp_path / "rotated", rotate_every_ms=120_000)
     assert all(len(files) > 5 for files in rotated.journal_files.values())
+    # a file still being written (hidden) is not read
+    (tmp_path / "rotated" / ".ns-0.9999999999999999.jsonl").write_text('{"ns":"ns-0"')
     expected = analyze_local(tmp_path / "plain", at=AT)
     got = analyze_local(tmp_path / "rotated", at=AT)
     assert not rows_equal(expected, got), rows_equal(expected, got)

@@ -378,6 +378,21 @@ def test_serve_journal_with_snapshots(tmp_path: Any) -> None:
     assert events[-1].result is True  # the replayed state is the server's, to the ms
 
 
+def test_serve_journal_rotates_into_complete_files(tmp_path: Any) -> None:
+    """With a 1 ms rotation every line written a millisecond or more after the file's first
+    one starts a new file: the header and the registration are apart, every file is in
+    place once the server stopped, and the folder reads as one journal."""
+    from routing.journal import read_journals, rotated_files
+
+    run(lambda: _serve_and_register(tmp_path / "j", journal_rotate_every_ms=1,
+                                    journal_rotate_bytes=0))
+    paths = rotated_files(tmp_path / "j", "ns-test")
+    assert sorted(p.name for p in (tmp_path / "j").iterdir()) == [p.name for p in paths]
+    assert len(paths) >= 2 and paths[0].read_text().count("\n") == 1  # the header alone
+    read = read_journals(paths)
+    assert read.ok and [e.op for e in read.records][:2] == ["header", "register"]
+
+
 def test_routing_serve_cli_logs_json_and_stops_on_sigint(tmp_path: Any) -> None:
     command = [sys.executable, "-c", "from routing.cli import main; main()", "serve",
                "--listen", "127.0.0.1:0", "--log-json", "--scan-interval-ms", "50",

@@ -27,6 +27,8 @@ def test_spark_on_rotated_files_equals_the_reference_on_the_unrotated_run(
     simulate(CONFIG, out_dir=tmp_path / "plain")
     rotated = simulate(CONFIG, out_dir=tmp_path / "rotated", rotate_every_ms=180_000)
     assert all(len(files) >= 7 for files in rotated.journal_files.values())
+    # a file still being written (hidden) is not read
+    (tmp_path / "rotated" / ".ns-0.9999999999999999.jsonl").write_text('{"ns":"ns-0"')
     expected = analyze_local(tmp_path / "plain", at=AT)
     assert [(r["ns"], r["restarts"], r["gaps"], r["rejected"])
             for r in expected["name_servers"]] == [("ns-0", 0, 0, 0), ("ns-1", 1, 0, 0)]
