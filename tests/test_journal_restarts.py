@@ -29,11 +29,13 @@ from routing.journal import (
     JournalRecorder,
     Replayer,
     iter_journal,
+    journal_file_name,
     last_seq,
     last_seq_of_files,
     read_journal,
     read_journals,
     replay,
+    rotated_files,
 )
 from routing.pipeline import analyze_local
 from routing.remoting import ResponseCode, serve
@@ -296,6 +298,27 @@ def test_serve_restarted_into_its_journal_directory_continues_the_numbers(
     (row,) = analyze_local(journal)["name_servers"]
     assert (row["restarts"], row["rejected"], row["gaps"]) == (3, 0, 0)
     assert read_journal(files[-1]).rejected == ()  # a file alone still reads (its header)
+
+
+def test_serve_goes_on_after_a_kill_that_cut_the_first_line_of_a_file(tmp_path: Path) -> None:
+    """A kill in the middle of a file's first line (a long snapshot line is written in
+    pieces) leaves a hidden file with no whole line, whose name holds that line's seq: the
+    next start renames it into place and numbers its header after it, so no name is used
+    twice; the cut line is rejected and its seq is a gap."""
+    journal = tmp_path / "J"
+    _serve_once(journal)
+    [first] = rotated_files(journal, NS)
+    last = json.loads(first.read_text().splitlines()[-1])["seq"]
+    cut = journal / ("." + journal_file_name(NS, last + 1))
+    cut.write_text('{"ns":"ns-a","seq":' + str(last + 1) + ',"ts":1,"op":"snap')
+    _serve_once(journal)
+    files = rotated_files(journal, NS)
+    assert [f.name for f in files] == [first.name, cut.name[1:],
+                                       journal_file_name(NS, last + 2)]
+    result = read_journals(files)
+    assert [(x.source, x.line_number) for x in result.rejected] == [(str(files[1]), 1)]
+    assert [(g.after_seq, g.next_seq) for g in result.gaps] == [(last, last + 2)]
+    assert [e.seq for e in result.records if e.op == "header"] == [0, last + 2]
 
 
 def test_the_rejected_lines_table_counts_each_kind_of_reason_once() -> None:

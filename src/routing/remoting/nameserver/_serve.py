@@ -54,7 +54,9 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
     under their hidden names are renamed into place first. When an earlier run of
     ``nameserver_id`` left files there (rotated, or ``<id>-<start ms>.jsonl`` of earlier
     versions), its last sequence number is read from the end of the newest one, and the new
-    header continues from it: a restart (docs/journal.md). Returns the recorder, the sink
+    header continues from it: a restart (docs/journal.md); when the newest file holds no
+    whole line (a kill cut its first one short), from that file's first seq, which its
+    name holds (that line is rejected and its seq is a gap). Returns the recorder, the sink
     and the folder."""
     try:
         module: Any = importlib.import_module("routing.journal")
@@ -71,8 +73,11 @@ def _open_journal(journal_dir: str | Path, manager: RouteInfoManager, nameserver
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in nameserver_id)
     # An earlier run's file: go on with its numbers (the header is a restart).
     older = sorted(directory.glob(f"{glob.escape(safe)}-*.jsonl"), key=_started, reverse=True)
-    earlier = module.rotated_files(directory, nameserver_id)[::-1] + older
-    after = module.last_seq_of_files(earlier, nameserver_id)
+    rotated = module.rotated_files(directory, nameserver_id)
+    after = module.last_seq_of_files(rotated[::-1] + older, nameserver_id)
+    if rotated:  # a kill that cut a file's first line short left its seq used (its name)
+        first = module.parse_journal_file_name(rotated[-1].name)[1]
+        after = first if after is None else max(after, first)
     sink = module.RotatingJournal(directory, nameserver_id, clock=manager.clock,
                                   rotate_every_ms=rotate_every_ms, rotate_bytes=rotate_bytes,
                                   fsync=True, line_buffered=True)
