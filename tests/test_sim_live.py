@@ -6,6 +6,7 @@ of the same run rotated on simulated time."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,26 @@ def test_the_cli_rotates_into_out_and_lists_the_files(tmp_path: Path) -> None:
     bad = runner.invoke(main, ["simulate", "--out", str(tmp_path / "x"), "--rotate-bytes",
                                "lots", "--no-progress"])
     assert bad.exit_code == 2 and "not a size: 'lots'" in bad.output
+
+
+def test_serve_passes_the_rotation_flags_in_ms_and_bytes(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    from routing.cli import _serve
+
+    seen: list[dict[str, object]] = []
+    monkeypatch.setattr(_serve, "run_server", lambda *a, **kw: seen.append(kw))
+    # the routing loggers stay as they are (the command would send them to its stderr)
+    monkeypatch.setattr(_serve, "configure_logging",
+                        lambda *a, **kw: logging.getLogger("routing.test"))
+    runner = CliRunner()
+    for flags, every, size in (([], 10_000, 64 << 20),
+                               (["--journal-rotate-every", "1m30s",
+                                 "--journal-rotate-bytes", "512KB"], 90_000, 512 << 10),
+                               (["--journal-rotate-every", "0",
+                                 "--journal-rotate-bytes", "0"], 0, 0)):
+        done = runner.invoke(main, ["serve", "--journal", str(tmp_path), *flags])
+        assert done.exit_code == 0, done.output
+        assert (seen[-1]["journal_rotate_every_ms"], seen[-1]["journal_rotate_bytes"]) == (
+            every, size)
+    bad = runner.invoke(main, ["serve", "--journal-rotate-every", "soon"])
+    assert bad.exit_code == 2 and "not a duration: 'soon'" in bad.output
