@@ -137,3 +137,26 @@ def test_serve_passes_the_rotation_flags_in_ms_and_bytes(monkeypatch: pytest.Mon
             every, size)
     bad = runner.invoke(main, ["serve", "--journal-rotate-every", "soon"])
     assert bad.exit_code == 2 and "not a duration: 'soon'" in bad.output
+
+
+def test_an_interrupted_live_run_leaves_complete_files(tmp_path: Path) -> None:
+    """Ctrl-C during a live run: the file being written is closed and renamed into place,
+    and the files read as the start of the journal."""
+    wall = r.ManualClock(start_ms=WALL0)
+
+    def sleep(ms: int) -> None:
+        wall.advance(ms)
+        if wall.now_ms() - WALL0 > 12_000:  # 12 s of the run's 30
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        simulate(CONFIG, out_dir=tmp_path, live=LivePacing(speed=60, clock=wall, sleep=sleep))
+    names = _names(tmp_path)
+    assert names and not [n for n in names if n.startswith(".")]
+    files = [tmp_path / n for n in names]
+    read = read_journals(files)
+    assert read.ok and max(e.at_ms for e in read.records) <= 12_020 * 60
+    whole = simulate(CONFIG)
+    for ns in whole.nameserver_ids:
+        text = "".join(p.read_text() for p in rotated_files(tmp_path, ns))
+        assert text and whole.journal_texts[ns].startswith(text)
