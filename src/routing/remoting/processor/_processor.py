@@ -13,7 +13,10 @@ Differences from Java, all deliberate: UNREGISTER_BROKER is applied at once (Jav
 it); a rejected registration (spec D3) answers as Java does for each case but changes
 nothing; REGISTER_TOPIC_IN_NAMESRV naming an unknown group answers SYSTEM_ERROR (Java
 answers SUCCESS and may keep part of the rows); the zone filter keeps the client's JSON
-dialect. Malformed headers and bodies answer SYSTEM_ERROR with a remark naming the field.
+dialect. Malformed headers and bodies answer SYSTEM_ERROR with a remark naming the field,
+except where Java's lenient decoding answers a missing name with a "not found" or an
+effect-free SUCCESS: then the same code, nothing written, the field named in the remark
+(docs/java-parity.md, "Bad requests").
 """
 
 from __future__ import annotations

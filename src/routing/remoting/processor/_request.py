@@ -36,7 +36,7 @@ from ._kv import KVStore
 from ._namesrv_config import NamesrvConfig
 
 __all__ = ["Context", "Fields", "Notices", "Notification", "Outcome", "RouteManager", "fail",
-           "ok"]
+           "ignored", "null_field", "ok"]
 
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
@@ -78,10 +78,24 @@ class Outcome:
 
 
 def ok(request: RemotingCommand, *, ext: Mapping[str, str] | None = None,
-       body: bytes = b"") -> Outcome:
-    """SUCCESS with ``ext`` fields and ``body``. O(fields)."""
-    return Outcome(response=request.make_response(ResponseCode.SUCCESS, ext_fields=ext,
-                                                  body=body))
+       body: bytes = b"", remark: str | None = None) -> Outcome:
+    """SUCCESS with ``ext`` fields, ``body`` and ``remark``. O(fields)."""
+    return Outcome(response=request.make_response(ResponseCode.SUCCESS, remark,
+                                                  ext_fields=ext, body=body))
+
+
+def null_field(name: str) -> str:
+    """The remark for a missing header field, as Java words its own check. O(1)."""
+    return f"the custom field <{name}> is null"
+
+
+def ignored(request: RemotingCommand, reason: str, *,
+            ext: Mapping[str, str] | None = None) -> Outcome:
+    """SUCCESS for a write that cannot be acted on (``reason``: the missing or unparsable
+    field), with nothing changed: Java answers these SUCCESS after acting on a null
+    (``wipeTopicCount=0``, a delete of nothing, an unregister its queue drops). The remark
+    ``nothing done: <reason>`` says why, where Java's is null. O(fields)."""
+    return ok(request, ext=ext, remark=f"nothing done: {reason}")
 
 
 def fail(request: RemotingCommand, code: int, remark: str) -> Outcome:
@@ -133,8 +147,13 @@ class Fields:
     def text(self, name: str) -> str:
         value = self.ext.get(name)
         if value is None:
-            raise InvalidRequest(f"the custom field <{name}> is null", field=name)
+            raise InvalidRequest(null_field(name), field=name)
         return str(value)
+
+    def given(self, name: str) -> str | None:
+        """The field as sent (``""`` included), or None when it is missing."""
+        value = self.ext.get(name)
+        return None if value is None else str(value)
 
     def optional_text(self, name: str) -> str | None:
         value = self.ext.get(name)
@@ -143,7 +162,7 @@ class Fields:
     def long(self, name: str) -> int:
         value = self.optional_long(name)
         if value is None:
-            raise InvalidRequest(f"the custom field <{name}> is null", field=name)
+            raise InvalidRequest(null_field(name), field=name)
         return value
 
     def optional_long(self, name: str) -> int | None:
