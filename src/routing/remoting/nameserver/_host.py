@@ -50,6 +50,7 @@ _HOST_KEYS = ("scanNotActiveBrokerInterval", "clientRequestThreadPoolQueueCapaci
               "defaultThreadPoolQueueCapacity", "serverChannelMaxIdleTimeSeconds")
 _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER,
                            RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
+_HEARTBEATS = frozenset({RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
 
 
@@ -267,11 +268,13 @@ class NameServerHost:
             # (an empty queue yields in `take` anyway: no extra loop iteration per request)
 
     def _complete(self, job: Job, outcome: Outcome) -> None:
+        conn = job.conn
         try:
-            self._deliver(outcome, job.conn, job.command)
+            self._deliver(outcome, conn, job.command)
         finally:  # whatever happens, the connection can finish
-            job.conn.pending -= 1
-            self._finish(job.conn)
+            conn.pending -= 1
+            if conn.eof:
+                self._finish(conn)
         if self.metrics is not None:
             response = outcome.response
             self.metrics.observe(job.command.code, None if response is None else response.code,
@@ -292,24 +295,30 @@ class NameServerHost:
             log.error("processor error on %s", conn.channel if conn else None,
                       exc_info=outcome.error, extra={"event": "processor_error"})
         response = outcome.response
-        if response is not None and conn is not None and not conn.is_closing():
+        transport = conn.transport if conn is not None else None
+        if response is not None and transport is not None and not transport.is_closing():
             try:
                 frame = encode(response)
             except LocalProtocolError as exc:  # e.g. a stored string the binary form cannot carry
-                _log(logging.WARNING, "response_unencodable", channel=conn.channel, error=exc)
+                _log(logging.WARNING, "response_unencodable",
+                     channel=conn.channel if conn else None, error=exc)
                 frame = encode(attrs.evolve(response, code=1, remark=f"unencodable: {exc}",
                                             ext_fields={}, body=b""))
-            conn.write(frame)
-        if command is not None and command.code in _BROKER_CODES:
+            transport.write(frame)
+        code = command.code if command is not None else None
+        if code in _HEARTBEATS and not log.isEnabledFor(logging.DEBUG):
+            pass  # the most frequent request: logged at DEBUG only (log_broker_request)
+        elif command is not None and code in _BROKER_CODES:
             log_broker_request(command, outcome, conn.channel if conn else None, self.metrics)
-        elif command is not None and command.code == RequestCode.UPDATE_NAMESRV_CONFIG:
+        elif command is not None and code == RequestCode.UPDATE_NAMESRV_CONFIG:
             ok = response is None or response.code == ResponseCode.SUCCESS
             _log(logging.INFO if ok else logging.WARNING, "config_update",
                  channel=conn.channel if conn else None,
                  response=None if response is None else response.code,
                  remark=None if response is None else response.remark,
                  body=command.body[:512].decode("utf-8", errors="replace").replace("\n", ";"))
-        self._close_channels(outcome.close)
+        if outcome.close:
+            self._close_channels(outcome.close)
         for note in outcome.notifications:
             self._notify(note)
 
