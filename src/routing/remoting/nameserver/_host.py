@@ -206,12 +206,34 @@ class NameServerHost:
         if not self._closing:
             self._finish(conn)
 
-    def _admit(self, command: RemotingCommand, conn: _Connection) -> None:
-        """Queue ``command`` in its class's queue, or answer SYSTEM_BUSY if it is full."""
+    def _admit(self, command: RemotingCommand, conn: _Connection, alone: bool) -> None:
+        """Serve ``command`` at once when it is ``alone`` (the only command its read
+        brought), its class's queue is empty and idle, and it is no KV write that goes to
+        a thread; else queue it in its class's queue, or answer SYSTEM_BUSY if that is
+        full.
+
+        Served at once, a request costs no queue operations and no wake-up of the worker
+        (one loop iteration less: an ``epoll_wait`` and a task step per request for a
+        client alone): the common case of clients with one request in flight each. It is
+        still served in its connection's order (nothing of its class waits). A read that
+        brings several requests, and every request while some wait, go through the queue
+        as before: admission, fair shares and SYSTEM_BUSY are unchanged under overload."""
         if command.is_response:
             return  # the processor ignores incoming responses
         queue = self.queues[request_class(command)]
-        if queue.offer(Job(conn, command)):
+        job = Job(conn, command)
+        if alone and not len(queue) and not queue.busy and not (
+                command.code in _KV_WRITES and self.processor.kv.path is not None):
+            conn.pending += 1
+            try:
+                outcome = self.processor.process(command, conn.channel)
+            except Exception:  # as the worker: never lose the connection's bookkeeping
+                log.exception("request failed", extra={"event": "worker_error"})
+                conn.pending -= 1
+                return
+            self._complete(job, outcome)
+            return
+        if queue.offer(job):
             conn.pending += 1
             return
         if not command.is_oneway and not conn.is_closing():
