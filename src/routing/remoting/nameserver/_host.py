@@ -134,7 +134,8 @@ class NameServerHost:
         self._workers = [asyncio.create_task(self._worker(q), name=f"routing-{name}")
                          for name, q in self.queues.items()]
         _log(logging.INFO, "listening", host=self.host, port=self.port,
-             scan_interval_ms=self.scan_interval_ms)
+             scan_interval_ms=self.scan_interval_ms,
+             loop="uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio")
         return self.address
 
     async def close(self) -> None:
