@@ -222,9 +222,9 @@ class NameServerHost:
         if command.is_response:
             return  # the processor ignores incoming responses
         queue = self.queues[request_class(command)]
-        job = Job(conn, command)
         if alone and not len(queue) and not queue.busy and not (
                 command.code in _KV_WRITES and self.processor.kv.path is not None):
+            start = time.perf_counter() if self.metrics is not None else 0.0
             conn.pending += 1
             try:
                 outcome = self.processor.process(command, conn.channel)
@@ -232,9 +232,9 @@ class NameServerHost:
                 log.exception("request failed", extra={"event": "worker_error"})
                 conn.pending -= 1
                 return
-            self._complete(job, outcome)
+            self._complete(conn, command, start, outcome)
             return
-        if queue.offer(job):
+        if queue.offer(Job(conn, command)):
             conn.pending += 1
             return
         if not command.is_oneway and not conn.is_closing():
@@ -277,10 +277,10 @@ class NameServerHost:
                         outcomes = await asyncio.gather(
                             *(self._process(j.command, j.conn.channel) for j in batch))
                         for done, outcome in zip(batch, outcomes, strict=True):
-                            self._complete(done, outcome)
+                            self._complete(done.conn, done.command, done.start, outcome)
                     else:
-                        self._complete(job, self.processor.process(job.command,
-                                                                   job.conn.channel))
+                        outcome = self.processor.process(job.command, job.conn.channel)
+                        self._complete(job.conn, job.command, job.start, outcome)
                 except Exception:  # never lose the worker
                     log.exception("request worker failed", extra={"event": "worker_error"})
                 served += 1
@@ -290,18 +290,20 @@ class NameServerHost:
                 await asyncio.sleep(0)
             # (an empty queue yields in `take` anyway: no extra loop iteration per request)
 
-    def _complete(self, job: Job, outcome: Outcome) -> None:
-        conn = job.conn
+    def _complete(self, conn: _Connection, command: RemotingCommand, start: float,
+                  outcome: Outcome) -> None:
+        """Deliver ``outcome`` of ``command`` (read at ``time.perf_counter()`` ``start``)
+        on ``conn``; the connection may then finish."""
         try:
-            self._deliver(outcome, conn, job.command)
+            self._deliver(outcome, conn, command)
         finally:  # whatever happens, the connection can finish
             conn.pending -= 1
             if conn.eof:
                 self._finish(conn)
         if self.metrics is not None:
             response = outcome.response
-            self.metrics.observe(job.command.code, None if response is None else response.code,
-                                 time.perf_counter() - job.start)
+            self.metrics.observe(command.code, None if response is None else response.code,
+                                 time.perf_counter() - start)
 
     async def _process(self, command: RemotingCommand, channel: Channel) -> Outcome:
         """Process one command; a KV change with a file goes to a worker thread so that
