@@ -3,11 +3,13 @@ server (not part of ``python -m benchmarks``).
 
     python -m benchmarks.load_serve [--seconds 3] [--loops asyncio,uvloop] [--out FILE]
         [--kinds route,register,heartbeat] [--topics 10] [--connections 1,8,64]
-        [--server-src SRC] [--java] [--null] [--client python|c] [--stable]
+        [--server-src SRC] [--java] [--null] [--client python|c] [--stable] [--repeat N]
     python -m benchmarks.load_serve flood [--connections 64] [--in-flight 256]
         [--seconds 20] [--queue-capacity 10000] [--server-src SRC] [--out FILE]
 
-Starts ``routing serve`` as its own process (one per event loop in ``--loops``), with
+Starts ``routing serve`` as its own process (one per event loop in ``--loops``; a loop
+written ``LOOP@SRC`` runs the server from another source tree, for a before/after in one
+run), with
 ``--java`` Java's name server too (tests/java/java_namesrv.py: the shared java-namesrv tool)
 and with ``--null`` a server that answers every frame with a fixed frame and does no work (the
 clients' ceiling). On each it registers one broker group (10 topics) on a connection that stays
@@ -425,7 +427,12 @@ def _rss_with_idle(server: Any, count: int) -> tuple[int, int]:
 
 
 def _start(label: str, src: Path | None, workdir: Path) -> Any:
-    """``routing serve`` on event loop ``label``, or Java's (``java``), or the null server."""
+    """``routing serve`` on event loop ``label``, or Java's (``java``), or the null server;
+    ``LOOP@SRC`` runs ``routing serve`` from another source tree (a before/after in one
+    run: ``--loops asyncio,asyncio@/tmp/before/src``)."""
+    if "@" in label:
+        loop, _, other = label.partition("@")
+        return Server(loop, Path(other))
     if label == "java":
         from benchmarks._load_peers import JavaServer
 

@@ -263,6 +263,22 @@ def test_decode_inverts_encode(cmd: RemotingCommand) -> None:
 
 
 @settings(deadline=None)
+@given(commands(), st.integers(-(2**31), 2**31 - 1))
+def test_plain_json_frames_are_byte_for_byte_the_full_encoding(cmd: RemotingCommand,
+                                                              opaque: int) -> None:
+    """A JSON command without ext fields or remark reuses its header's remembered parts
+    (the same code, flag, language and version with another opaque): the bytes are those
+    the header written in full gives, as the layout says."""
+    plain = attrs.evolve(cmd, serialize_type=SerializeType.JSON, remark=None, ext_fields={})
+    for one in (plain, attrs.evolve(plain, opaque=opaque)):  # the second one: remembered
+        header = (f'{{"code":{one.code},"flag":{one.flag},"language":"{one.language.name}",'
+                  f'"opaque":{one.opaque},"serializeTypeCurrentRPC":"JSON",'
+                  f'"version":{one.version}}}').encode()
+        assert encode(one) == frame(header, one.body)
+        assert decode(encode(one)) == one
+
+
+@settings(deadline=None)
 @given(st.lists(commands(), max_size=5), st.lists(st.integers(1, 40), max_size=30))
 def test_any_chunking_gives_the_same_commands(cmds: list[RemotingCommand],
                                               cuts: list[int]) -> None:

@@ -413,6 +413,25 @@ def test_serve_runs_on_uvloop_when_asked() -> None:
             proc.wait(timeout=TIMEOUT_S)
 
 
+def test_serve_runs_on_uvloop_by_default_when_installed_and_asyncio_when_asked() -> None:
+    """``--loop auto`` (the default) is uvloop when it can be imported, else asyncio; the
+    listening event says which loop serves."""
+    try:
+        import uvloop  # noqa: F401
+        default = "uvloop"
+    except ImportError:
+        default = "asyncio"
+    for args, expected in (([], default), (["--loop", "asyncio"], "asyncio")):
+        proc, _, events = _start_serve(args)
+        try:
+            assert events[-1]["loop"] == expected, args
+            _stop(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=TIMEOUT_S)
+
+
 def test_optional_extras_are_imported_only_when_asked() -> None:
     code = ("import sys, routing.remoting, routing.cli._serve\n"
             "print(sorted({'prometheus_client', 'uvloop'} & set(sys.modules)))\n")

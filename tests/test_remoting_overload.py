@@ -223,3 +223,47 @@ def test_a_run_of_kv_writes_is_taken_together_in_turn_order() -> None:
     assert [j.command.opaque for j in run] == [2, 4]  # then a's registration is next
     rest = queue.take_nowait()
     assert rest is not None and rest.command.opaque == 3
+
+
+def test_a_lone_request_is_answered_as_it_is_read_and_a_batch_waits_its_turn() -> None:
+    """A read that brings one request, with nothing of its class queued, is answered in
+    the read itself (no worker turn); a read of several, and any request while some wait,
+    is queued and answered in the worker's turn, in arrival order."""
+
+    def heartbeat(opaque: int, n: int = 0) -> bytes:
+        return encode(RemotingCommand(code=RequestCode.BROKER_HEARTBEAT, opaque=opaque,
+                                      version=CURRENT_VERSION,
+                                      ext_fields={"brokerName": f"b{n}", "clusterName": "c",
+                                                  "brokerAddr": f"10.0.0.{n}:10911"}))
+
+    async def scenario() -> None:
+        host = NameServerHost(NameServerProcessor(r.RouteInfoManager()), host="127.0.0.1",
+                              port=0, scan_interval_ms=3_600_000)
+        async with host:
+            one, two = Broker(host, 1), Broker(host, 2)
+            for broker in (one, two):
+                broker.frame = b""  # reads are what each step hands over
+            answers = FrameDecoder()
+
+            def read(broker: Broker, data: bytes) -> None:
+                buffer = broker.protocol.get_buffer(len(data))
+                buffer[:len(data)] = data
+                broker.protocol.buffer_updated(len(data))
+
+            def opaques(broker: Broker) -> list[int]:
+                got = answers.feed(bytes(broker.transport.written[broker.read_at:]))
+                broker.read_at = len(broker.transport.written)
+                return [c.opaque for c in got]
+
+            read(one, heartbeat(1))
+            assert opaques(one) == [1]  # answered while read
+            read(one, heartbeat(2) + heartbeat(3))
+            read(two, heartbeat(4, 2))  # alone, but requests of its class wait
+            assert opaques(one) == [] and opaques(two) == []
+            await asyncio.sleep(0)  # the worker's turn
+            assert opaques(one) == [2, 3] and opaques(two) == [4]
+            read(two, heartbeat(5, 2))
+            assert opaques(two) == [5]
+            assert len(host.queues["default"]) == 0
+
+    asyncio.run(scenario())

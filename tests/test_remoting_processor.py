@@ -226,13 +226,17 @@ def test_register_bad_body_answers_system_error(clock: r.ManualClock, body: byte
 def test_unregister_removes_routes(clock: r.ManualClock) -> None:
     proc = make(clock)
     register(proc)
-    response = answer(proc, RequestCode.UNREGISTER_BROKER, brokerName="broker-a", brokerAddr=A0,
-                      clusterName="c1", brokerId="0")
-    assert response.code == ResponseCode.SUCCESS
+    ids = {"brokerName": "broker-a", "brokerAddr": A0, "clusterName": "c1"}
+    for bad in ({}, {"brokerId": "x"}):  # Java answers SUCCESS and its worker drops it
+        ignored = answer(proc, RequestCode.UNREGISTER_BROKER, **ids, **bad)
+        assert ignored.code == ResponseCode.SUCCESS
+        assert ignored.remark is not None and ignored.remark.startswith("nothing done")
+        assert "brokerId" in ignored.remark
+        assert route_of(proc, "T1").broker_datas[0].broker_name == "broker-a"
+    response = answer(proc, RequestCode.UNREGISTER_BROKER, **ids, brokerId="0")
+    assert (response.code, response.remark) == (ResponseCode.SUCCESS, None)
     assert answer(proc, RequestCode.GET_ROUTEINFO_BY_TOPIC,
                   topic="T1").code == ResponseCode.TOPIC_NOT_EXIST
-    assert answer(proc, RequestCode.UNREGISTER_BROKER, brokerName="broker-a",
-                  brokerAddr=A0, clusterName="c1").code == ResponseCode.SYSTEM_ERROR
 
 
 def test_query_data_version(clock: r.ManualClock) -> None:
@@ -256,6 +260,16 @@ def test_query_data_version(clock: r.ManualClock) -> None:
     assert (unknown.code, unknown.ext_fields["changed"], unknown.body) == (0, "true", b"")
     bad = answer(proc, RequestCode.QUERY_DATA_VERSION, body=b"{oops", **ext)
     assert bad.code == ResponseCode.SYSTEM_ERROR
+    clock.advance(1_000)
+    for scalar in (b"5", b'"s"'):  # Java's fastjson: "syntax error, expect {"
+        assert answer(proc, RequestCode.QUERY_DATA_VERSION, body=scalar,
+                      **ext).code == ResponseCode.SYSTEM_ERROR
+    for not_an_object in (b"[]", b"null"):  # Java's fastjson: no version
+        read_as_none = answer(proc, RequestCode.QUERY_DATA_VERSION, body=not_an_object, **ext)
+        assert (read_as_none.code, read_as_none.ext_fields["changed"]) == (0, "true")
+        assert decode_data_version(read_as_none.body) == stored
+    [live] = proc.manager.live_brokers().values()
+    assert live.last_update_timestamp == 62_000  # refreshed, as a heartbeat would
 
 
 def test_heartbeat_refreshes_and_always_succeeds(clock: r.ManualClock) -> None:
@@ -381,6 +395,15 @@ def test_cluster_info_and_member_group(clock: r.ManualClock) -> None:
     unknown = decode_broker_member_group(answer(proc, RequestCode.GET_BROKER_MEMBER_GROUP,
                                                 clusterName="c1", brokerName="zz").body)
     assert unknown.broker_addrs == {}
+    for names, missing in (({"brokerName": "broker-a"}, "clusterName"),
+                           ({"clusterName": "c1"}, "brokerName")):
+        # Java: the empty group of the names given; here the missing one is named too
+        nameless = answer(proc, RequestCode.GET_BROKER_MEMBER_GROUP, **names)
+        assert (nameless.code, nameless.remark) == (ResponseCode.SUCCESS,
+                                                    f"the custom field <{missing}> is null")
+        assert loads(nameless.body) == {"brokerMemberGroup": {
+            "brokerAddrs": {}, **{("cluster" if k == "clusterName" else k): v
+                                  for k, v in names.items()}}}
 
 
 def test_write_perm_wipe_and_add(clock: r.ManualClock) -> None:
@@ -394,6 +417,13 @@ def test_write_perm_wipe_and_add(clock: r.ManualClock) -> None:
     assert route_of(proc, "T1").queue_datas[0].perm == r.Perm.READ | r.Perm.WRITE
     assert answer(proc, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
                   brokerName="nobody").ext_fields["wipeTopicCount"] == "0"
+    wiped_nothing = answer(proc, RequestCode.WIPE_WRITE_PERM_OF_BROKER)  # Java: SUCCESS, 0
+    assert (wiped_nothing.code, dict(wiped_nothing.ext_fields)) == (ResponseCode.SUCCESS,
+                                                                    {"wipeTopicCount": "0"})
+    assert wiped_nothing.remark == "nothing done: the custom field <brokerName> is null"
+    added_nothing = answer(proc, RequestCode.ADD_WRITE_PERM_OF_BROKER)
+    assert dict(added_nothing.ext_fields) == {"addTopicCount": "0"}
+    assert route_of(proc, "T1").queue_datas[0].perm == r.Perm.READ | r.Perm.WRITE
 
 
 def test_topic_listings(clock: r.ManualClock) -> None:
@@ -414,7 +444,10 @@ def test_topic_listings(clock: r.ManualClock) -> None:
     assert listing(RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST) == ("S1",)
     system = decode_topic_list(answer(proc, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS).body)
     assert system.topics == ("broker-a", "broker-b", "c1", "c2") and system.broker_addr == A0
-    assert answer(proc, RequestCode.GET_TOPICS_BY_CLUSTER).code == ResponseCode.SYSTEM_ERROR
+    no_cluster = answer(proc, RequestCode.GET_TOPICS_BY_CLUSTER)  # Java: an empty list
+    assert (no_cluster.code, no_cluster.remark) == (ResponseCode.SUCCESS,
+                                                    "the custom field <cluster> is null")
+    assert decode_topic_list(no_cluster.body).topics == ()
 
 
 def test_listing_switches(clock: r.ManualClock) -> None:
@@ -452,7 +485,11 @@ def test_delete_and_register_topic(clock: r.ManualClock) -> None:
     assert refused.code == ResponseCode.SYSTEM_ERROR and "ghost" in (refused.remark or "")
     assert answer(proc, RequestCode.REGISTER_TOPIC_IN_NAMESRV,
                   topic="E").code == ResponseCode.SUCCESS
-    assert answer(proc, RequestCode.DELETE_TOPIC_IN_NAMESRV).code == ResponseCode.SYSTEM_ERROR
+    before = proc.manager.all_topics()
+    no_topic = answer(proc, RequestCode.DELETE_TOPIC_IN_NAMESRV, clusterName="c1")
+    assert (no_topic.code, no_topic.remark) == (ResponseCode.SUCCESS,
+                                                "nothing done: the custom field <topic> is null")
+    assert proc.manager.all_topics() == before
 
 
 def test_kv_codes(clock: r.ManualClock) -> None:
@@ -474,6 +511,22 @@ def test_kv_codes(clock: r.ManualClock) -> None:
     assert loads(answer(proc, RequestCode.GET_KVLIST_BY_NAMESPACE, **ns).body) == {"table": {}}
     assert answer(proc, RequestCode.PUT_KV_CONFIG, key="k",
                   **ns).remark == "the custom field <value> is null"
+    # a missing name finds nothing and deletes nothing, as in Java; the field is named
+    assert answer(proc, RequestCode.PUT_KV_CONFIG, key="k", value="v",
+                  **ns).code == ResponseCode.SUCCESS
+    no_key = answer(proc, RequestCode.GET_KV_CONFIG, **ns)
+    assert (no_key.code, no_key.remark) == (
+        ResponseCode.QUERY_NOT_FOUND,
+        "No config item, Namespace: ns Key: null (the custom field <key> is null)")
+    no_ns = answer(proc, RequestCode.GET_KVLIST_BY_NAMESPACE)
+    assert (no_ns.code, no_ns.remark) == (
+        ResponseCode.QUERY_NOT_FOUND,
+        "No config item, Namespace: null (the custom field <namespace> is null)")
+    for missing in ({"key": "k"}, ns):
+        kept = answer(proc, RequestCode.DELETE_KV_CONFIG, **missing)
+        assert kept.code == ResponseCode.SUCCESS
+        assert kept.remark is not None and kept.remark.startswith("nothing done")
+    assert proc.kv.get("ns", "k") == "v"
 
 
 # --------------------------------------------------------------------------- robustness

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar
 
-__all__ = ["FrozenMap", "freeze_map"]
+__all__ = ["FrozenMap", "dict_of", "freeze_map"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -102,3 +102,10 @@ def freeze_map(value: Mapping[Any, Any] | None) -> FrozenMap[Any, Any]:
 
         raise InvalidRequest(f"expected a mapping, got {value!r}", value=value)
     return FrozenMap(value)
+
+
+def dict_of(table: Mapping[K, V]) -> Mapping[K, V]:
+    """The dict inside a `FrozenMap` (any other mapping as it is), for hot read-only
+    lookups: ``dict.get`` in C instead of `FrozenMap.get` in Python. The caller must not
+    change it. O(1)."""
+    return table._data if type(table) is FrozenMap else table

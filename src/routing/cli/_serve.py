@@ -99,9 +99,10 @@ def _epilog() -> str:
 @click.option("--shadow", is_flag=True,
               help="Answer brokers, refuse clients' route reads (SYSTEM_ERROR): a journaling "
                    "shadow beside Java name servers (docs/shadow.md).")
-@click.option("--loop", type=click.Choice(["asyncio", "uvloop"]), default="asyncio",
+@click.option("--loop", type=click.Choice(["auto", "asyncio", "uvloop"]), default="auto",
               show_default=True,
-              help="Event loop; uvloop needs the uvloop extra (docs/performance.md).")
+              help="Event loop: auto is uvloop when the uvloop extra is installed, else "
+                   "asyncio (docs/performance.md).")
 def serve_command(listen: str, config_file: str | None, kv_config: str | None,
                   scan_interval_ms: int | None, wait_for_service_ms: int | None,
                   heartbeat_timeout_ms: int | None, support_acting_master: bool | None,

@@ -50,14 +50,15 @@ class Connection(asyncio.BufferedProtocol):
     not answered yet, ``eof`` once nothing more will be read, ``finished`` once the host
     removed its brokers). ``receive`` is the host's shared receive buffer; ``channel_of``,
     ``admit`` and ``ended`` the host's callbacks for the new connection (its handle), each
-    decoded command and the end of reading."""
+    decoded command (with whether it was the only one its read brought) and the end of
+    reading."""
 
     #: The host's handle of this connection, set once connected.
     channel: Channel
 
     def __init__(self, channel_of: Callable[[Connection, asyncio.BaseTransport], Channel],
                  receive: memoryview, max_frame_bytes: int, write_buffer_bytes: int,
-                 admit: Callable[[RemotingCommand, Connection], None],
+                 admit: Callable[[RemotingCommand, Connection, bool], None],
                  ended: Callable[[Connection], None]) -> None:
         self._channel_of, self._receive = channel_of, receive
         self._admit, self._ended = admit, ended
@@ -92,8 +93,9 @@ class Connection(asyncio.BufferedProtocol):
             commands = self.decoder.feed(self._receive[:nbytes])
         except ProtocolError as exc:
             commands, error = list(exc.commands), exc
+        alone = len(commands) == 1
         for command in commands:
-            self._admit(command, self)
+            self._admit(command, self, alone)
         if error is not None:
             _log(logging.WARNING, "protocol_error", channel=self.channel, error=error)
             self.stop_reading("protocol_error")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
-import importlib
+import importlib.util
 import logging
 import os
 import signal
@@ -244,18 +244,29 @@ async def serve(host: str = "127.0.0.1", port: int = 9876, *,
     return address
 
 
+def resolve_loop(loop: str) -> str:
+    """The event loop ``loop`` names: ``auto`` is ``uvloop`` when it can be imported (the
+    ``uvloop`` extra), else ``asyncio``; ``asyncio`` and ``uvloop`` are themselves. Raises
+    `InvalidRequest` for any other name. O(1) (a module lookup, no import)."""
+    if loop == "auto":
+        return "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+    if loop not in ("asyncio", "uvloop"):
+        raise InvalidRequest(f"loop must be 'auto', 'asyncio' or 'uvloop', got {loop!r}",
+                             field="loop", value=loop)
+    return loop
+
+
 def run_server(host: str = "127.0.0.1", port: int = 9876, *, loop: str = "asyncio",
                **kwargs: Any) -> int:
     """Blocking `serve` for the CLI: returns 0 after a graceful shutdown.
 
-    ``loop`` is ``asyncio`` (the standard loop, the default) or ``uvloop`` (the ``uvloop``
-    extra; see docs/performance.md for when it pays). Cost: `serve`'s."""
+    ``loop`` is ``asyncio`` (the standard loop, the default here), ``uvloop`` (the
+    ``uvloop`` extra) or ``auto`` (uvloop when importable, else asyncio: ``routing
+    serve``'s default; docs/performance.md, "Beside Java's name server"). Cost: `serve`'s."""
+    loop = resolve_loop(loop)
     if loop == "asyncio":
         asyncio.run(serve(host, port, **kwargs))
         return 0
-    if loop != "uvloop":
-        raise InvalidRequest(f"loop must be 'asyncio' or 'uvloop', got {loop!r}", field="loop",
-                             value=loop)
     try:
         uvloop: Any = importlib.import_module("uvloop")
     except ImportError:

@@ -16,7 +16,7 @@ from ..wire._bodies import encode_kv_table
 from ..wire._codec import RemotingCommand
 from ..wire._codes import ResponseCode
 from ._namesrv_config import ConfigError, parse_properties
-from ._request import Context, Fields, Outcome, fail, ok
+from ._request import Context, Fields, Outcome, fail, ignored, null_field, ok
 
 __all__ = ["delete_kv", "get_config", "get_kv", "kv_list", "put_kv", "update_config"]
 
@@ -32,28 +32,50 @@ def put_kv(proc: Context, request: RemotingCommand, f: Fields,
 
 def get_kv(proc: Context, request: RemotingCommand, f: Fields,
            channel: Hashable | None) -> Outcome:
-    namespace, key = f.text("namespace"), f.text("key")
-    value = proc.kv.get(namespace, key)
+    """A missing namespace or key finds nothing: QUERY_NOT_FOUND, as Java's null lookup
+    answers, with the missing field named."""
+    namespace, key = f.given("namespace"), f.given("key")
+    value = None if namespace is None or key is None else proc.kv.get(namespace, key)
     if value is None:
         return fail(request, ResponseCode.QUERY_NOT_FOUND,
-                    f"No config item, Namespace: {namespace} Key: {key}")
+                    f"No config item, Namespace: {_java(namespace)} Key: {_java(key)}"
+                    + _missing(namespace=namespace, key=key))
     return ok(request, ext={"value": value})
 
 
 def delete_kv(proc: Context, request: RemotingCommand, f: Fields,
               channel: Hashable | None) -> Outcome:
-    proc.kv.delete(f.text("namespace"), f.text("key"))
+    """A missing namespace or key deletes nothing: SUCCESS, as Java's (`ignored`)."""
+    namespace, key = f.given("namespace"), f.given("key")
+    if namespace is None or key is None:
+        return ignored(request, null_field("namespace" if namespace is None else "key"))
+    proc.kv.delete(namespace, key)
     return ok(request)
 
 
 def kv_list(proc: Context, request: RemotingCommand, f: Fields,
             channel: Hashable | None) -> Outcome:
-    namespace = f.text("namespace")
-    table = proc.kv.namespace(namespace)
+    """A missing namespace finds nothing: QUERY_NOT_FOUND (Java), the field named."""
+    namespace = f.given("namespace")
+    table = None if namespace is None else proc.kv.namespace(namespace)
     if table is None:
         return fail(request, ResponseCode.QUERY_NOT_FOUND,
-                    f"No config item, Namespace: {namespace}")
+                    f"No config item, Namespace: {_java(namespace)}"
+                    + _missing(namespace=namespace))
     return ok(request, body=encode_kv_table(table))
+
+
+def _java(value: str | None) -> str:
+    """A field as Java's string concatenation prints it (``null`` when missing)."""
+    return "null" if value is None else value
+
+
+def _missing(**fields: str | None) -> str:
+    """`` (the custom field <name> is null)`` for the first missing field, else ``""``."""
+    for name, value in fields.items():
+        if value is None:
+            return f" ({null_field(name)})"
+    return ""
 
 
 def update_config(proc: Context, request: RemotingCommand, f: Fields,

@@ -13,7 +13,10 @@ Differences from Java, all deliberate: UNREGISTER_BROKER is applied at once (Jav
 it); a rejected registration (spec D3) answers as Java does for each case but changes
 nothing; REGISTER_TOPIC_IN_NAMESRV naming an unknown group answers SYSTEM_ERROR (Java
 answers SUCCESS and may keep part of the rows); the zone filter keeps the client's JSON
-dialect. Malformed headers and bodies answer SYSTEM_ERROR with a remark naming the field.
+dialect. Malformed headers and bodies answer SYSTEM_ERROR with a remark naming the field,
+except where Java's lenient decoding answers a missing name with a "not found" or an
+effect-free SUCCESS: then the same code, nothing written, the field named in the remark
+(docs/java-parity.md, "Bad requests").
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import attrs
 
 from ..._errors import InvalidRequest
 from ..._messages import ExpiredBroker, RouteChange
-from ..wire._codec import RemotingCommand
+from ..wire._codec import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from ..wire._codes import RequestCode, ResponseCode
 from . import _broker_requests as broker
 from . import _operator_requests as operator
@@ -102,7 +105,8 @@ class NameServerProcessor:
         header fields or bodies SYSTEM_ERROR with a remark. Oneway requests are applied
         but get no response; incoming responses are ignored.
         """
-        if request.is_response:
+        flag = request.flag
+        if flag & FLAG_RESPONSE:
             return Outcome()
         handler = self._handlers.get(request.code)
         if handler is None:
@@ -118,7 +122,7 @@ class NameServerProcessor:
             except Exception as exc:  # Java's processor answers any throwable this way
                 outcome = Outcome(response=request.make_response(
                     ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"), error=exc)
-        if request.is_oneway and outcome.response is not None:
+        if flag & FLAG_ONEWAY and outcome.response is not None:
             outcome = attrs.evolve(outcome, response=None)
         return outcome
 

@@ -59,7 +59,7 @@ from ..._values import MASTER_ID, TopicConfig
 from ..wire._bodies import RegisterBrokerBody, body_crc32, encode_kv_table
 from ..wire._codec import RemotingCommand
 from ..wire._codes import NAMESPACE_ORDER_TOPIC_CONFIG, V3_0_11, V5_0_0, ZONE_NAME, ResponseCode
-from ._request import Context, Fields, Outcome, Registered, fail
+from ._request import Context, Fields, Outcome, Registered, fail, ignored
 
 __all__ = ["BODY_CACHE_ENTRIES", "LastRegistration", "RegisterBroker", "Renew", "TableText",
            "TopicConfigMemo", "decode_against"]
@@ -200,10 +200,14 @@ class RegisterBroker:
                           channel: Hashable | None) -> Outcome:
         """Applied at once (Java queues it); the group's min-broker-id notices go along.
         The manager's ``unregister`` plus O(1)."""
-        cluster, addr = f.text("clusterName"), f.text("brokerAddr")
+        try:
+            cluster, addr = f.text("clusterName"), f.text("brokerAddr")
+            name, broker_id = f.text("brokerName"), f.long("brokerId")
+        except InvalidRequest as exc:  # Java queues it, answers SUCCESS, fails in its worker
+            return ignored(request, str(exc))
         proc.notices.take_removals()
-        proc.manager.unregister(cluster=cluster, broker_addr=addr,
-                                broker_name=f.text("brokerName"), broker_id=f.long("brokerId"))
+        proc.manager.unregister(cluster=cluster, broker_addr=addr, broker_name=name,
+                                broker_id=broker_id)
         self.forget(cluster, addr)
         return Outcome(response=request.make_response(ResponseCode.SUCCESS),
                        notifications=proc.notices.take_removals())

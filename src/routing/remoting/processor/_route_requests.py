@@ -20,7 +20,7 @@ from ..._values import MASTER_ID, BrokerData, TopicRouteData
 from ..wire._bodies import decode_route, encode_cluster_info, encode_route, encode_topic_list
 from ..wire._codec import RemotingCommand
 from ..wire._codes import NAMESPACE_ORDER_TOPIC_CONFIG, V4_9_4, ZONE_MODE, ZONE_NAME, ResponseCode
-from ._request import Context, Fields, Outcome, fail, ok
+from ._request import Context, Fields, Outcome, fail, ignored, null_field, ok
 
 __all__ = ["RouteReads", "all_topics", "cluster_info", "delete_topic", "register_topic",
            "system_topics", "topics_by_cluster", "unit_sub_non_unit_topics", "unit_sub_topics",
@@ -42,7 +42,10 @@ class RouteReads:
 
     def route(self, proc: Context, request: RemotingCommand, f: Fields,
               channel: Hashable | None) -> Outcome:
-        topic = f.text("topic")
+        topic = f.given("topic")
+        if topic is None:  # Java looks up a null topic and finds none
+            return fail(request, ResponseCode.TOPIC_NOT_EXIST, "No topic route info in name "
+                        f"server for the topic: null ({null_field('topic')}){_FAQ}")
         standard = request.version >= V4_9_4 or bool(f.optional_bool("acceptStandardJsonOnly"))
         try:
             route = proc.manager.pickup_route(topic)
@@ -104,7 +107,10 @@ def all_topics(proc: Context, request: RemotingCommand, f: Fields,
 
 def delete_topic(proc: Context, request: RemotingCommand, f: Fields,
                  channel: Hashable | None) -> Outcome:
-    topic, cluster = f.text("topic"), f.optional_text("clusterName")
+    """A missing topic deletes nothing: SUCCESS, as Java's (`ignored`)."""
+    topic, cluster = f.given("topic"), f.optional_text("clusterName")
+    if topic is None:
+        return ignored(request, null_field("topic"))
     proc.manager.delete_topic(topic, cluster)
     return ok(request)
 
@@ -123,7 +129,9 @@ def topics_by_cluster(proc: Context, request: RemotingCommand, f: Fields,
                       channel: Hashable | None) -> Outcome:
     if not proc.enable_topic_list:
         return fail(request, ResponseCode.SYSTEM_ERROR, "disable")
-    cluster = f.text("cluster")
+    cluster = f.given("cluster")
+    if cluster is None:  # Java: no cluster of that name, an empty list
+        return ok(request, body=encode_topic_list(()), remark=null_field("cluster"))
     return ok(request, body=encode_topic_list(proc.manager.topics_by_cluster(cluster)))
 
 
