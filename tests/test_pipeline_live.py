@@ -6,6 +6,7 @@ same files, row for row; the incidents are the final rows' events, each once."""
 from __future__ import annotations
 
 import gzip
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,16 @@ def sim_folder(root: Path) -> Path:
             if seed == 2 and ns == "ns-1":
                 lines = damage({"x": lines}, seed)["x"]
             rotate(lines, folder, f"s{seed}-{ns}", 7, zipped=(seed == 2 and ns == "ns-2"))
+    in_name_order(folder)
     return folder
+
+
+def in_name_order(folder: Path) -> None:
+    """Modification times increasing in name order, one second apart: the order a rotating
+    writer renames its complete files into place (Spark's file source takes new files in
+    modification-time order)."""
+    for i, path in enumerate(sorted(folder.iterdir())):
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
 
 
 def consume(files: Iterable[Path], states: dict[str, bytes]
