@@ -13,8 +13,9 @@ The query (`start_watch`):
    server in name order, and stored again: O(new lines + state) a micro-batch, never the
    whole journal;
 4. **sink** (``foreachBatch``, `LiveSink`): final rows appended as Parquet and statuses
-   (``_live_tables.py``), incidents delivered once (`IncidentLog`), metrics updated
-   (`LiveMetrics`).
+   (``_live_tables.py``), the topics compared across name servers in event time
+   (``_live_topics.TopicWatch``, its state kept per micro-batch in the checkpoint folder),
+   incidents delivered once (`IncidentLog`), metrics updated (``_live_metrics.py``).
 
 A checkpoint folder (Spark's offsets, commits and state, plus the incident log's marker)
 makes a restart continue where the last committed micro-batch ended; a micro-batch Spark
@@ -38,6 +39,7 @@ from typing import IO, Any
 from ._files import kind_in_folder
 from ._live import INCIDENT, STATUS, LiveReplay, dump_state, load_state, split_file
 from ._live_tables import write_atomic, write_batch_tables, write_status
+from ._live_topics import TopicWatch
 from ._schema import Row
 
 __all__ = ["IncidentLog", "LiveSink", "start_watch"]
@@ -150,8 +152,9 @@ class LiveSink:
     incident log and the metrics (see the module docstring). O(rows of the batch)."""
 
     def __init__(self, out_dir: Path, incidents: IncidentLog, metrics: Any = None, *,
-                 between: Callable[[int], object] | None = None) -> None:
+                 topics: Path, between: Callable[[int], object] | None = None) -> None:
         self.out_dir = out_dir
+        self.topics = topics
         self.incidents = incidents
         self.metrics = metrics
         self.between = between
@@ -172,13 +175,17 @@ class LiveSink:
                 final.setdefault(kind, []).append(row)
         write_batch_tables(self.out_dir, batch_id, final)
         write_status(self.out_dir, batch_id, statuses)
-        incidents.sort(key=lambda i: (i["at_ms"], i["ns"], i["event"], json.dumps(i)))
+        watch = TopicWatch.load_before(self.topics, batch_id)
+        incidents += watch.batch(final.get("route_changes", ()), statuses)
+        watch.save(self.topics, batch_id)
+        incidents.sort(key=lambda i: (i["at_ms"], json.dumps(i, sort_keys=True)))
         between = self.between
         delivered = self.incidents.deliver(
             batch_id, incidents, None if between is None else (lambda: between(batch_id)))
         if self.metrics is not None:
-            self.metrics.batch(final, statuses, incidents if delivered else [],
-                               time.monotonic() - started)
+            self.metrics.batch(statuses, incidents if delivered else [],
+                               disagreeing=watch.disagreeing,
+                               seconds=time.monotonic() - started)
         self.batches += 1
 
 
@@ -214,8 +221,9 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     lines = files.mapInPandas(_split(given, root), _SPLIT_SCHEMA)
     rows = lines.groupBy("key").applyInPandasWithState(
         _replay, _OUT_SCHEMA, _STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
-    writer = rows.writeStream.foreachBatch(LiveSink(out, log, metrics, between=between)) \
-        .option("checkpointLocation", str(marks / "spark")).queryName("routing-watch")
+    sink = LiveSink(out, log, metrics, topics=marks / "topics", between=between)
+    writer = rows.writeStream.foreachBatch(sink).queryName("routing-watch") \
+        .option("checkpointLocation", str(marks / "spark"))
     if available_now:
         writer = writer.trigger(availableNow=True)
     elif trigger_ms is not None:
