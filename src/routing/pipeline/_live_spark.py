@@ -29,20 +29,26 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from ._files import kind_in_folder
 from ._live import INCIDENT, STATUS, LiveReplay, dump_state, load_state, split_file
-from ._live_tables import write_atomic, write_batch_tables, write_status
+from ._live_tables import read_live, tables_of, write_atomic, write_batch_tables, write_status
 from ._live_topics import TopicWatch
 from ._schema import Row
 
-__all__ = ["IncidentLog", "LiveSink", "start_watch"]
+__all__ = ["KILL_AT_BATCH_ENV", "IncidentLog", "LiveSink", "live_tables", "start_watch"]
+
+#: Testing only (fault injection): a micro-batch id. The watcher SIGKILLs its own process
+#: right after that batch's incidents are written, before they are marked delivered and
+#: before Spark commits the batch (the worst place to die).
+KILL_AT_BATCH_ENV = "ROUTING_TEST_WATCH_KILL_AT_BATCH"
 
 #: The ``binaryFile`` source's columns (a stream must be given its schema).
 _FILE_SCHEMA = "path string, modificationTime timestamp, length long, content binary"
@@ -189,6 +195,21 @@ class LiveSink:
         self.batches += 1
 
 
+def _killer(batch: int) -> Callable[[int], None]:
+    def kill(batch_id: int) -> None:
+        if batch_id == batch:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return kill
+
+
+def live_tables(out_dir: str | os.PathLike[str], *, at: Sequence[int] = ()
+                ) -> dict[str, list[Row]]:
+    """Every ``routing analyze`` table from a watcher's output folder, as `analyze_local`
+    returns them (``_live_tables.tables_of`` of `read_live`). O(rows log rows)."""
+    final, statuses = read_live(out_dir)
+    return tables_of(final, statuses.values(), at=at)
+
+
 def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.PathLike[str],
                 checkpoint: str | os.PathLike[str], *,
                 incidents: str | os.PathLike[str] | IO[str] | None = None,
@@ -206,6 +227,9 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     after a batch's incidents are written, before they are marked delivered."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    kill_at = os.environ.get(KILL_AT_BATCH_ENV)
+    if between is None and kill_at is not None:
+        between = _killer(int(kill_at))
     given = os.fspath(folder)
     root = str(Path(given).resolve())
     out = Path(out_dir)
