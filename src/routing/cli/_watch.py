@@ -8,8 +8,6 @@ Ctrl-C or SIGTERM otherwise) the ``routing analyze`` tables they add up to are w
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import threading
 import time
@@ -27,29 +25,17 @@ from ..pipeline import (
     SparkUnavailable,
     check_pyspark,
     default_master,
-    live_tables,
     parse_host_port,
     redacted,
     remote_session,
     spark_session,
     start_watch,
     stop_session,
+    write_live_tables,
 )
-from ..pipeline._store import write_local_tables
 from ._analyze import parse_time
 
 __all__ = ["watch_command"]
-
-
-def _write_tables(out: Path, at: Sequence[int]) -> Path:
-    """The tables of everything consumed so far, replacing ``OUT/tables`` whole."""
-    target = out / "tables"
-    hidden = out / ".tables.tmp"
-    shutil.rmtree(hidden, ignore_errors=True)
-    write_local_tables(live_tables(out, at=at), hidden)
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(hidden, target)
-    return target
 
 
 @click.command("watch")
@@ -129,7 +115,7 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
     try:
         _watch(spark, err, folder, out, marks, incidents, meter, trigger_ms, max_files,
                once, where)
-        target = _write_tables(out, times)
+        target = write_live_tables(out, at=times)
         err.print(f"tables: {target}", highlight=False, soft_wrap=True)
     finally:
         if meter is not None:

@@ -12,8 +12,9 @@ tables, **summarize** — and return the same rows (the differential tests compa
 
 `start_watch` (``routing watch``) runs the same read→replay loop live, on Spark Structured
 Streaming over a folder of rotated journals: incidents as they happen, the final rows
-appended per micro-batch, and `live_tables` the tables they add up to (equal to the batch
-run's once a folder is consumed); `LiveMetrics` its Prometheus metrics.
+appended per micro-batch; `live_tables` (`write_live_tables`: as Parquet) are the tables
+they add up to (equal to the batch run's once a folder is consumed); `LiveMetrics` its
+Prometheus metrics (`parse_host_port` reads ``--metrics``).
 
 `TABLES` describes every table (``docs/pipeline.md`` too). `check_inputs` checks journal
 paths before any work starts; `summarize_rows`, `render_summary`, `summary_json`,
@@ -35,7 +36,7 @@ from ._errors import InputError, JournalNotFound, RejectedRecords, SparkUnavaila
 from ._files import InputCheck, check_inputs
 from ._incidents import DEFAULT_INCIDENT_GAP_MS
 from ._live_metrics import LiveMetrics, parse_host_port
-from ._live_spark import live_tables, start_watch
+from ._live_spark import live_tables, start_watch, write_live_tables
 from ._reference import analyze_local, analyze_local_to
 from ._report import write_report
 from ._schema import TABLES, Column, Table
@@ -89,6 +90,7 @@ __all__ = (
     "summarize_rows",
     "summary_json",
     "to_parquet",
+    "write_live_tables",
     "write_report",
 )
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -43,7 +44,8 @@ from ._live_tables import read_live, tables_of, write_atomic, write_batch_tables
 from ._live_topics import TopicWatch
 from ._schema import Row
 
-__all__ = ["KILL_AT_BATCH_ENV", "IncidentLog", "LiveSink", "live_tables", "start_watch"]
+__all__ = ["KILL_AT_BATCH_ENV", "IncidentLog", "LiveSink", "live_tables", "start_watch",
+           "write_live_tables"]
 
 #: Testing only (fault injection): a micro-batch id. The watcher SIGKILLs its own process
 #: right after that batch's incidents are written, before they are marked delivered and
@@ -210,6 +212,21 @@ def live_tables(out_dir: str | os.PathLike[str], *, at: Sequence[int] = ()
     return tables_of(final, statuses.values(), at=at)
 
 
+def write_live_tables(out_dir: str | os.PathLike[str], *, at: Sequence[int] = ()) -> Path:
+    """Write `live_tables` as Parquet into ``OUT/tables`` (``<table>/part-00000.parquet``,
+    the layout of ``routing analyze --local``), replacing it whole: written under a hidden
+    name first, then renamed. Returns the folder. O(rows log rows)."""
+    from ._store import write_local_tables
+
+    out = Path(out_dir)
+    target, hidden = out / "tables", out / ".tables.tmp"
+    shutil.rmtree(hidden, ignore_errors=True)
+    write_local_tables(live_tables(out, at=at), hidden)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(hidden, target)
+    return target
+
+
 def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.PathLike[str],
                 checkpoint: str | os.PathLike[str], *,
                 incidents: str | os.PathLike[str] | IO[str] | None = None,
@@ -224,7 +241,12 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     go to ``incidents`` (a path, appended; or a text stream; default stdout).
     ``trigger_ms``: the micro-batch interval (default: as soon as the last one ends);
     ``max_files``: at most this many new files a micro-batch. ``between`` (tests) runs
-    after a batch's incidents are written, before they are marked delivered."""
+    after a batch's incidents are written, before they are marked delivered.
+
+    Cost a micro-batch: O(new lines) of Python work (one JSON parse a line to split, the
+    batch engine's replay, about 5 µs a record on its steady lane) plus O(state) per name
+    server it touches (its state unpickled and pickled again: about 3 ms for 20 broker
+    groups), a shuffle of the split lines by name server, and the sink's O(rows) writes."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     kill_at = os.environ.get(KILL_AT_BATCH_ENV)
