@@ -39,7 +39,9 @@ from typing import Any
 
 
 def _tree_cpu_s(root: int) -> float:
-    """utime + stime (s) of ``root`` and every process below it, from ``/proc``."""
+    """CPU seconds of ``root`` and every process below it, from ``/proc``: each live
+    process's utime + stime plus its waited-for children's (cutime + cstime), so that a
+    Python worker that exited still counts (through the daemon that forked it)."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     cpu: dict[int, float] = {}
@@ -52,7 +54,7 @@ def _tree_cpu_s(root: int) -> float:
             continue
         fields = text[text.rindex(")") + 2:].split()
         parents[int(entry)] = int(fields[1])
-        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+        cpu[int(entry)] = sum(int(f) for f in fields[11:15]) / tick
     total = 0.0
     for pid, seconds in cpu.items():
         p = pid
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 os.rename(hidden, live / path.name)
                 appeared[path.name] = time.time()
             time.sleep(args.every)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # the last round's batch
             batches = _batches(work / "ck2")
             if len(batches) == len(appeared) and all(b in delivered for b in batches.values()):
@@ -150,6 +152,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         idle_share = (_tree_cpu_s(me) - cpu0) / (time.monotonic() - t0)
         query.stop()
         batches = _batches(work / "ck2")
+        missing = sorted(set(appeared) - set(batches))
         latencies = sorted(delivered[batches[name]] - at for name, at in appeared.items()
                            if name in batches and batches[name] in delivered)
         spark.stop()
@@ -162,7 +165,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "watch_s": round(watch_s, 2), "watch_cpu_s": round(watch_cpu, 1),
             "watch_records_per_s": round(records / watch_s),
             "watch_over_batch": round(batch_s / watch_s, 3), "tables_equal": equal,
-            "latency_files": len(latencies), "latency_p50_s": round(q[49], 3),
+            "latency_files": len(latencies), "latency_missing": missing,
+            "undelivered_batches": sorted(set(batches.values()) - set(delivered)),
+            "latency_p50_s": round(q[49], 3),
             "latency_p99_s": round(q[98], 3), "latency_max_s": round(latencies[-1], 3),
             "trigger_ms": args.trigger, "idle_cpu_share_of_one_core": round(idle_share, 3),
             "loadavg": os.getloadavg(), "master": args.master,
