@@ -176,7 +176,6 @@ class LiveReplay:
     def __init__(self) -> None:
         self.loop = ReadReplay()
         self.writable: dict[str, dict[str, bool]] = {}  # ns -> topic -> producer-writable
-        self.last_source = ""  # the latest file read (name order)
 
     def feed(self, lines: Iterable[Line], notes: Iterable[Row] = ()) -> Iterator[Emitted]:
         """Read and replay ``lines`` (this name server's, in reading order), then pass

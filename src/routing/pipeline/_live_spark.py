@@ -95,11 +95,10 @@ def _replay(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator
     replay = load_state(bytes(state.get[0])) if state.exists else LiveReplay()
     out: list[tuple[str, str, str]] = []
     name = key[0]
-    for source, _part, payload in sorted(pieces, key=lambda p: (p[0], p[1])):
+    for _source, _part, payload in sorted(pieces, key=lambda p: (p[0], p[1])):
         lines, notes = pickle.loads(payload)
         for table, row in replay.feed(lines, notes):
             out.append((table, name, json.dumps(row)))
-        replay.last_source = max(replay.last_source, source)
     out.append((STATUS, name, json.dumps(replay.status())))
     state.update((dump_state(replay),))
     yield pd.DataFrame(out, columns=["kind", "key", "body"])
