@@ -201,15 +201,7 @@ class LiveReplay:
                 rejected[ns] = rejected.get(ns, 0) + deriver.rejected
             stats = loop.reading.stats.get(ns)
             end = stats.last_ms if stats is not None else 0
-            for key in sorted(deriver.sessions):
-                session = deriver.sessions[key]
-                at = max(end, session.last)
-                open_rows.append({
-                    "ns": ns, "cluster": key[0], "broker_name": session.broker_name,
-                    "broker_id": session.broker_id, "broker_addr": key[1],
-                    "start_ms": session.start, "end_ms": at, "end_reason": "open",
-                    "duration_ms": at - session.start, "heartbeats": session.heartbeats,
-                    "last_heartbeat_ms": session.last, "largest_gap_ms": session.gap})
+            open_rows += deriver.open_rows(end)
         stats_list: list[NsStats] = list(loop.reading.stats.values())
         return {"name_servers": name_server_rows(stats_list, rejected),
                 "open_sessions": open_rows,
