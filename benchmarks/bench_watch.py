@@ -87,12 +87,15 @@ def _fleet(folder: Path, groups: int, hours: float, pieces: int) -> tuple[list[l
 
 
 def _batches(checkpoint: Path) -> dict[str, int]:
-    """File name → the micro-batch that read it (Spark's source log)."""
+    """File name → the micro-batch that read it (Spark's source log: one file a batch, and
+    every tenth batch a ``<id>.compact`` file holding all entries so far, each with its
+    ``batchId``)."""
     out: dict[str, int] = {}
     log = checkpoint / "spark" / "sources" / "0"
-    for part in (p for p in log.iterdir() if p.name.isdigit()):
+    for part in (p for p in log.iterdir() if p.name.split(".")[0].isdigit()):
         for line in part.read_text().splitlines()[1:]:
-            out[json.loads(line)["path"].rsplit("/", 1)[1]] = int(part.name)
+            entry = json.loads(line)
+            out[entry["path"].rsplit("/", 1)[1]] = int(entry["batchId"])
     return out
 
 
