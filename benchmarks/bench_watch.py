@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 
-def _tree_cpu_s(root: int) -> float:
-    """CPU seconds of ``root`` and every process below it, from ``/proc``: each live
-    process's utime + stime plus its waited-for children's (cutime + cstime), so that a
-    Python worker that exited still counts (through the daemon that forked it)."""
+def _tree_cpu(root: int) -> dict[int, float]:
+    """CPU seconds of ``root`` and every process below it, by pid, from ``/proc``: each
+    live process's utime + stime plus its waited-for children's (cutime + cstime), so that
+    a Python worker that exited still counts (through the daemon that forked it)."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     cpu: dict[int, float] = {}
@@ -55,14 +55,27 @@ def _tree_cpu_s(root: int) -> float:
         fields = text[text.rindex(")") + 2:].split()
         parents[int(entry)] = int(fields[1])
         cpu[int(entry)] = sum(int(f) for f in fields[11:15]) / tick
-    total = 0.0
+    mine: dict[int, float] = {}
     for pid, seconds in cpu.items():
         p = pid
         while p > 1 and p != root:
             p = parents.get(p, 0)
         if p == root:
-            total += seconds
-    return total
+            mine[pid] = seconds
+    return mine
+
+
+def _tree_cpu_s(root: int) -> float:
+    """The sum of `_tree_cpu` (a process that exited unwaited between two readings drops
+    out: use `_cpu_between` for a window where processes come and go)."""
+    return sum(_tree_cpu(root).values())
+
+
+def _cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds spent between two `_tree_cpu` readings by the processes alive at both
+    (each one's counters only grow), plus all of those born in between."""
+    return (sum(after[p] - before[p] for p in before.keys() & after.keys())
+            + sum(after[p] for p in after.keys() - before.keys()))
 
 
 def _fleet(folder: Path, groups: int, hours: float, pieces: int) -> tuple[list[list[Path]], int]:
@@ -150,9 +163,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 break
             time.sleep(0.2)
         # 4. idle
-        cpu0, t0 = _tree_cpu_s(me), time.monotonic()
+        before, t0 = _tree_cpu(me), time.monotonic()
         time.sleep(args.idle)
-        idle_share = (_tree_cpu_s(me) - cpu0) / (time.monotonic() - t0)
+        idle_share = _cpu_between(before, _tree_cpu(me)) / (time.monotonic() - t0)
         query.stop()
         batches = _batches(work / "ck2")
         missing = sorted(set(appeared) - set(batches))
