@@ -5,6 +5,7 @@ Subcommands are imported only when run, so ``routing --help`` never starts Spark
 - ``routing demo``: simulate a cluster, analyze its journals on Spark, print and draw it.
 - ``routing simulate``: the deterministic cluster simulator (writes journals).
 - ``routing analyze``: the PySpark pipeline over journals.
+- ``routing watch``: the same analysis live, on Spark Structured Streaming.
 - ``routing serve``: a name server speaking RocketMQ's remoting protocol.
 - ``routing broker``: a broker's registration and heartbeat against name servers.
 - ``routing route``: a topic's route as name servers answer it.
@@ -34,6 +35,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                  "Run the deterministic cluster simulator and write journals."),
     "analyze": ("routing.cli._analyze", "analyze_command",
                 "Analyze name-server journals with PySpark."),
+    "watch": ("routing.cli._watch", "watch_command",
+              "Watch a folder of rotated journals live: incidents, metrics, tables."),
     "serve": ("routing.cli._serve", "serve_command",
               "Serve RocketMQ's remoting protocol (a name server for tests)."),
     "broker": ("routing.cli._broker", "broker_command",

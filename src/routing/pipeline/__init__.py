@@ -10,6 +10,12 @@ tables, **summarize** — and return the same rows (the differential tests compa
 * `analyze_local` (and `analyze_local_to`, which writes Parquet) computes them in this
   process: the reference.
 
+`start_watch` (``routing watch``) runs the same read→replay loop live, on Spark Structured
+Streaming over a folder of rotated journals: incidents as they happen, the final rows
+appended per micro-batch; `live_tables` (`write_live_tables`: as Parquet) are the tables
+they add up to (equal to the batch run's once a folder is consumed); `LiveMetrics` its
+Prometheus metrics (`parse_host_port` reads ``--metrics``).
+
 `TABLES` describes every table (``docs/pipeline.md`` too). `check_inputs` checks journal
 paths before any work starts; `summarize_rows`, `render_summary`, `summary_json`,
 `write_report` and `draw_timeline` turn either engine's rows into the summary, its JSON,
@@ -29,6 +35,8 @@ from ._connect import redacted, remote_session
 from ._errors import InputError, JournalNotFound, RejectedRecords, SparkUnavailable
 from ._files import InputCheck, check_inputs
 from ._incidents import DEFAULT_INCIDENT_GAP_MS
+from ._live_metrics import LiveMetrics, parse_host_port
+from ._live_spark import live_tables, start_watch, write_live_tables
 from ._reference import analyze_local, analyze_local_to
 from ._report import write_report
 from ._schema import TABLES, Column, Table
@@ -55,6 +63,7 @@ __all__ = (
     "Column",
     "InputCheck",
     "InputError",
+    "LiveMetrics",
     "JournalNotFound",
     "RejectedRecords",
     "SparkUnavailable",
@@ -69,15 +78,19 @@ __all__ = (
     "default_master",
     "draw_timeline",
     "is_connect",
+    "live_tables",
+    "parse_host_port",
     "plural",
     "redacted",
     "remote_session",
     "render_summary",
     "spark_session",
+    "start_watch",
     "stop_session",
     "summarize_rows",
     "summary_json",
     "to_parquet",
+    "write_live_tables",
     "write_report",
 )
 

@@ -46,7 +46,7 @@ from ..journal import (
     Scan,
 )
 from ._answers import Answer, canonical_json, change_row
-from ._schema import Emitted
+from ._schema import Emitted, Row
 
 __all__ = ["ReplayDeriver", "SourceRef"]
 
@@ -257,8 +257,16 @@ class ReplayDeriver:
 
     def _close(self, key: tuple[str, str], at: int, reason: str, *,
                last: int | None = None) -> Emitted:
-        session = self.sessions.pop(key)
-        return "sessions", {
+        row = self.session_row(key, at, reason, last=last)
+        del self.sessions[key]
+        return "sessions", row
+
+    def session_row(self, key: tuple[str, str], at: int, reason: str, *,
+                    last: int | None = None) -> Row:
+        """The ``sessions`` row of the open session ``key`` (cluster, address) ended at
+        ``at`` ms for ``reason``, leaving it open (the live watcher's status). O(1)."""
+        session = self.sessions[key]
+        return {
             "ns": self.ns, "cluster": key[0], "broker_name": session.broker_name,
             "broker_id": session.broker_id, "broker_addr": key[1],
             "start_ms": session.start, "end_ms": at, "end_reason": reason,
@@ -273,3 +281,9 @@ class ReplayDeriver:
         end = self.end_ms
         for key in sorted(self.sessions):
             yield self._close(key, max(end, self.sessions[key].last), "open")
+
+    def open_rows(self, end_ms: int) -> list[Row]:
+        """The rows `finish` would yield if the journal ended at ``end_ms``, changing
+        nothing (the live watcher's status). O(open sessions log open sessions)."""
+        return [self.session_row(key, max(end_ms, self.sessions[key].last), "open")
+                for key in sorted(self.sessions)]

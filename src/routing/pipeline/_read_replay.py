@@ -186,10 +186,11 @@ class ReadReplay:
         self.derivers: dict[str, ReplayDeriver] = {}
         self.rejected: dict[str, int] = {}
 
-    def run(self, items: Iterable[Line | JournalEntry], *,
-            keyed: bool = False) -> Iterator[Emitted]:
+    def run(self, items: Iterable[Line | JournalEntry], *, keyed: bool = False,
+            finish: bool = True) -> Iterator[Emitted]:
         """Read (and replay) ``items``: `Line` tuples, or entries decoded already; at the
-        end, close every name server's open sessions (`finish`).
+        end, close every name server's open sessions (`finish`; ``finish=False`` keeps
+        them open: the live watcher feeds a name server's files one batch at a time).
 
         ``keyed`` (Spark's read tasks): the lines come grouped by their ``key``, the JVM's
         guess of their name server. The reader's own key (`line_key`) decides: a line
@@ -254,7 +255,8 @@ class ReadReplay:
             if deriver is None:
                 deriver = derivers[ns] = ReplayDeriver(ns, 0, end_ms=0, changes=True)
             yield from deriver.apply(entry, where)
-        yield from self.finish()
+        if finish:
+            yield from self.finish()
 
     def finish(self) -> Iterator[Emitted]:
         """Close every name server still replayed: its open sessions end with its journal

@@ -52,7 +52,8 @@ from ._schema import TABLES, Row, sort_rows
 from ._store import TableStore
 from ._sweep import sweep_changes, sweep_topic
 
-__all__ = ["analyze_local", "analyze_local_to", "analyze_partitioned", "check_strict"]
+__all__ = ["analyze_local", "analyze_local_to", "analyze_partitioned", "check_strict",
+           "sweep_into"]
 
 
 def analyze_local(sources: Sources, *, at: Sequence[int] = (),
@@ -112,17 +113,24 @@ def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
     out.extend("rejected", notes)
     rejected.extend(notes)
     stats = loop.reading.stats
-    spans = {ns: (s.first_ms, s.last_ms) for ns, s in stats.items()}
-    removals = session_removals(out.dicts("sessions"))
-    for topic in sorted(changes):  # sweep
-        items = changes.pop(topic)  # swept, then released
-        items.sort(key=_SWEEP_ORDER)  # (at_ms, ns, seq): one change per record and topic
-        for table, row in sweep_changes(topic, items, spans, at, removals=removals):
-            out.add(table, row)
+    sweep_into(out, changes, {ns: (s.first_ms, s.last_ms) for ns, s in stats.items()}, at)
     out.extend("name_servers", name_server_rows(stats.values(), loop.rejected))
     if strict:
         check_strict(rejected, stats.values())
     return out
+
+
+def sweep_into(out: TableStore, changes: dict[str, list[Change]],
+               spans: Mapping[str, tuple[int, int]], at: Sequence[int]) -> None:
+    """The sweep stage: each topic's ``changes`` (emptied as they are swept) into ``out``'s
+    ``routes_at``, ``disagreement``, ``disagreement_totals`` and ``availability``, with
+    ``out``'s ``sessions`` telling removals from deletions. O(changes log changes)."""
+    removals = session_removals(out.dicts("sessions"))
+    for topic in sorted(changes):
+        items = changes.pop(topic)  # swept, then released
+        items.sort(key=_SWEEP_ORDER)  # (at_ms, ns, seq): one change per record and topic
+        for table, row in sweep_changes(topic, items, spans, at, removals=removals):
+            out.add(table, row)
 
 
 def check_strict(rejected: Sequence[Row], stats: Iterable[NsStats] = ()) -> None:
