@@ -13,7 +13,7 @@ one restore and one comparison (O(state)) per boundary. All times are ms.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -182,7 +182,7 @@ class SegmentRun:
                               rejected=dict(self.rejected), closed=self.closed, open=pieces,
                               misrouted=self.misrouted)
 
-    def _take(self, emitted: Iterator[Emitted] | Sequence[Emitted]) -> None:
+    def _take(self, emitted: Iterable[Emitted]) -> None:
         for table, row in emitted:
             if table == "sessions":
                 self.closed.append(row)
