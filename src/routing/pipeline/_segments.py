@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from .._messages import BrokerRegistered
-from ..journal import JournalSnapshot, snapshot_key
+from ..journal import JournalEntry, JournalSnapshot, snapshot_key
 from ._answers import Answer
 from ._deriver import ReplayDeriver, _Session
 from ._files import decode_line, line_key
@@ -221,6 +221,7 @@ class SegmentRun:
             self._rejections()
             return
         hit = reading.steady(text, self.ns) if reading.stats.get(self.ns) else None
+        entry: JournalEntry | None
         if hit is not None:
             if deriver.steady(hit[3], hit[2]):
                 return
