@@ -90,8 +90,9 @@ class SegmentOutcome:
     segments ``first``..``last``, whether the boundary after ``last`` is clean, the
     reading's stats, rejected rows per name server, the session rows it closed (``carried``
     when the session started before ``first``), the sessions open at its end (pieces:
-    ``cluster, addr, name, id, start, heartbeats, gap, last, carried``) and the first line
-    of another name server it met (``misrouted``: the run stopped there)."""
+    ``cluster, addr, name, id, start, heartbeats, gap, last, carried``), the lines of other
+    name servers among its lines (``foreign``: not read here) and a probe line of another
+    name server (``misrouted``: the run stopped there)."""
 
     ns: str
     first: int
@@ -102,6 +103,8 @@ class SegmentOutcome:
     closed: list[Row]
     open: list[dict[str, Any]]
     misrouted: Row | None = None
+    #: lines of other name servers in its lines: [name server, source, number, text]
+    foreign: list[list[Any]] = attrs.Factory(list)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON document (`from_json` reads it back)."""
@@ -120,7 +123,8 @@ class SegmentRun:
     Spark task): `replay` yields the rows (all but ``sessions``, which the outcome keeps
     for stitching) and, with ``go_on``, continues past dirty boundaries (the continuation
     of rule 4). Lines of no name server are judged by a fresh reader (as the whole replay
-    does); a line of another name server stops the run (``misrouted``)."""
+    does); a line of another name server is set aside (``foreign``, for the driver); a
+    probe of another name server stops the run (``misrouted``)."""
 
     def __init__(self, ns: str, first: int = 0) -> None:
         self.ns = ns
@@ -133,6 +137,8 @@ class SegmentRun:
         self.rejected: dict[str, int] = {}
         self.clean_end = False
         self.misrouted: Row | None = None
+        #: lines of other name servers met: (their name server, source, number, text)
+        self.foreign: list[tuple[str, str, int, str]] = []
         self._started = False
         self._at_snapshot = False
 
@@ -180,7 +186,8 @@ class SegmentRun:
         return SegmentOutcome(ns=self.ns, first=self.first, last=self.last,
                               clean=self.clean_end, stats=self.reading.stats.get(self.ns),
                               rejected=dict(self.rejected), closed=self.closed, open=pieces,
-                              misrouted=self.misrouted)
+                              misrouted=self.misrouted,
+                              foreign=[list(f) for f in self.foreign])
 
     def _take(self, emitted: Iterable[Emitted]) -> None:
         for table, row in emitted:
@@ -197,11 +204,17 @@ class SegmentRun:
             self._take([("rejected", row) for row in bad])
             bad.clear()
 
-    def _own(self, text: str, source: str, number: int) -> str | bool | None:
-        """The line's name server (None: none); False after marking it misrouted."""
+    def _own(self, text: str, source: str, number: int, *, probe: bool = False
+             ) -> str | bool | None:
+        """The line's name server (None: none); False for another name server's line: set
+        aside in ``foreign`` (it touches no state of this one), or, as the probe, marked
+        ``misrouted`` (the split does not apply)."""
         own = self.reading.reader.remembered_name(text) or line_key(text)[0]
         if own is not None and own != self.ns:
-            self.misrouted = {"ns": own, "source": source, "line": number}
+            if probe:
+                self.misrouted = {"ns": own, "source": source, "line": number}
+            else:
+                self.foreign.append((own, source, number, text))
             return False
         return own
 
@@ -247,7 +260,7 @@ class SegmentRun:
         if raw is not None or text is None:
             self._feed(line)
             return False
-        own = self._own(text, source, number)
+        own = self._own(text, source, number, probe=True)
         if own is False:
             return False
         entry = self.reading.feed(text, source, number, keyed=own is not None)

@@ -47,6 +47,7 @@ from ._spark_rows import (
     rows_of,
     side_rows,
 )
+from ._spark_segments import replay_segments
 
 __all__ = ["local_file_step", "read_step", "replay"]
 
@@ -54,12 +55,18 @@ Say = Callable[[str], object]
 
 
 def replay(spark: Any, found: Lines, partition: str, say: Say) -> Replayed:
-    """Read and replay ``found``: ``partition="ns"`` replays each name server whole as it is
-    read, ``"group"`` reads first and replays each broker-group component apart. Runs the
-    read's job (and, for ``"group"``, the replay's): O(lines) over the tasks."""
+    """Read and replay ``found``: ``partition="ns"`` replays each name server's segments
+    between snapshots as tasks of their own where it can (``_spark_segments.py``), else
+    like ``"ns-whole"``, which replays each name server whole as it is read; ``"group"``
+    reads first and replays each broker-group component apart. Runs the read's job (and,
+    for ``"group"``, the replay's): O(lines) over the tasks."""
     from pyspark.sql import functions as F
 
-    whole = partition == "ns"
+    whole = partition != "group"
+    if partition == "ns":  # split at the journals' snapshots where it can be
+        split = replay_segments(spark, found, say, os.environ.get(KILL_WORKER_ENV) or None)
+        if split is not None:
+            return split
     stage, side, got, read_tasks = _read(spark, found, whole, say)
     stats = [NsStats.from_json(json.loads(r["payload"])) for r in got if r["kind"] == "stats"]
     rows = side.filter(F.col("kind") == "row")

@@ -1,0 +1,278 @@
+"""The replay of ``partition="ns"`` split at the journals' snapshots: many tasks per name
+server (`replay_segments` → `Replayed`, or None: not this way).
+
+For local plain journal files, one per name server (the recorder's layout,
+`Lines.whole_files`), the driver finds each file's snapshot lines with a byte scan
+(``_segment_files.FileSegments``: about 0.5 s per GB, no line parsed). Then:
+
+1. **one task per segment**: the Python worker opens the file at the segment's byte
+   offset, replays its lines with a fresh reader and deriver (``_segments.SegmentRun``),
+   reads the next segment's first line as the boundary probe and returns its rows (packed,
+   as the whole-file read's, tagged with the task in ``seg``) and one ``segment`` row, its
+   `SegmentOutcome` (verdict, counts, the sessions to stitch): one job;
+2. on the driver, each name server's segments are walked in order (`_segments.walk`);
+   behind a dirty boundary (a damaged or lost line, a damaged snapshot) a *continuation*
+   task replays from the segment before on, past dirty boundaries, until one is clean: one
+   more small job per round, only for damaged journals;
+3. the sessions cut by boundaries are stitched and the counts added up on the driver
+   (`_segments.stitch`; O(sessions)); the route changes, expiries and rejections are the
+   used tasks' rows, filtered by ``seg`` (no job).
+
+Not this way (the caller replays each name server in one task, `_spark_replay._read`):
+no snapshot in any file (old journals), a gzip file, inputs that are not local plain
+files or several files of one name server, a snapshot line of another name server, or a
+line of a name server that has a file of its own, or an accepted one, in another's file.
+(Lines of a name server without a file or header, which the whole replay rejects, are
+set aside by the tasks and rejected on the driver, in reading order.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import attrs
+
+from ._read_replay import ReadReplay, count_rejected, gap_messages, name_server_rows
+from ._schema import TABLES, Emitted, Row
+from ._segment_files import FileSegments, lines_from
+from ._segments import SegmentOutcome, SegmentRun, stitch, walk
+from ._session import is_connect
+from ._spark_lines import Lines
+from ._spark_rows import (
+    PIECE_CHANGES,
+    PIECE_REST,
+    READ_DDL,
+    SESSION_ENDS,
+    WIDE_DDL,
+    Replayed,
+    Step,
+    packed,
+    python_step,
+    rows_of,
+    tag_rows,
+    unpack_step,
+    wide_schema,
+)
+
+__all__ = ["REPLAY_JOB", "SEGMENT_DDL", "replay_segments"]
+
+Say = Any
+#: The description of the job that runs the segment tasks (task metrics find it by it).
+REPLAY_JOB = "routing: replay segments"
+#: A segment task's output: the packed read stage (`READ_DDL`) and the task's number.
+SEGMENT_DDL = f"{READ_DDL}, `seg` long"
+
+
+@attrs.frozen(kw_only=True)
+class _Task:
+    """One task: file ``path`` (as given; ``opened`` to open) of name server ``ns``, from
+    segment ``first`` (byte ``offset``, line ``number``) with the segments' ``sizes``;
+    ``go_on``: a continuation (past dirty boundaries)."""
+
+    path: str
+    opened: str
+    ns: str
+    first: int
+    offset: int
+    number: int
+    sizes: tuple[int | None, ...]
+    go_on: bool
+
+
+def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
+                    ) -> Replayed | None:
+    """Replay ``found`` split at its snapshots (see the module docstring); None when it
+    cannot be (then nothing was persisted). Jobs: one for the segments, one per round of
+    continuations (none for healthy journals). Driver: O(bytes) of the scan, O(segments +
+    sessions) of the walk and the stitching."""
+    whole = found.whole_files
+    if whole is None or is_connect(spark):
+        return None
+    files = {i: os.path.abspath(found.paths[i]) for i in sorted(whole)}
+    if any(_is_gzip(p) for p in files.values()):
+        return None
+    say("finding snapshots")
+    scans = {i: FileSegments.scan(p) for i, p in files.items()}
+    if all(s.count == 1 for s in scans.values()) or any(
+            name != whole[i] for i, s in scans.items() for name in s.names):
+        return None
+    tasks: list[_Task] = []
+    for i, s in scans.items():
+        tasks.extend(_task(found.paths[i], s, whole[i], k, go_on=False) for k in range(s.count))
+    say(f"replaying {len(tasks)} segments of {len(scans)} journal files")
+    stages: list[Any] = []
+    alone = _run(spark, tasks, 0, stages, kill)
+    if any(o.misrouted is not None for o in alone.values()):
+        for stage in stages:
+            stage.unpersist()
+        return None
+    by_ns: dict[str, dict[int, int]] = {}  # ns -> segment -> task
+    for number, task in enumerate(tasks):
+        by_ns.setdefault(task.ns, {})[task.first] = number
+    continued: dict[str, dict[int, int]] = {ns: {} for ns in by_ns}
+    outcomes = dict(alone)
+    counts = {i: s.count for i, s in scans.items()}
+    file_of = {whole[i]: i for i in scans}
+    while True:
+        used: dict[str, list[SegmentOutcome]] = {}
+        needed: list[_Task] = []
+        for ns, segs in by_ns.items():
+            runs, k = walk(counts[file_of[ns]], {j: outcomes[t] for j, t in segs.items()},
+                           {j: outcomes[t] for j, t in continued[ns].items()})
+            used[ns] = runs
+            if k is not None:
+                i = file_of[ns]
+                needed.append(_task(found.paths[i], scans[i], ns, k, go_on=True))
+        if not needed:
+            break
+        say(f"replaying {len(needed)} continuation(s) behind dirty boundaries")
+        lo = len(tasks)
+        tasks.extend(needed)
+        more = _run(spark, tasks, lo, stages, kill)
+        for number in more:
+            continued[tasks[number].ns][tasks[number].first] = number
+        outcomes.update(more)
+    foreign = _foreign(found, whole, used)
+    if foreign is None:
+        for stage in stages:
+            stage.unpersist()
+        return None
+    task_of = {id(o): n for n, o in outcomes.items()}
+    chosen = sorted(task_of[id(o)] for runs in used.values() for o in runs)
+    return _replayed(spark, stages, chosen, used, len(tasks), foreign)
+
+
+def _foreign(found: Lines, whole: Mapping[int, str],
+             used: Mapping[str, Sequence[SegmentOutcome]]) -> list[Row] | None:
+    """The ``rejected`` rows of the lines of other name servers the tasks set aside, read
+    in reading order as the whole replay reads them; None when such a name server has a
+    file of its own or any of its lines is accepted (then its lines' order across files
+    matters: not this way). O(those lines)."""
+    lines = [f for runs in used.values() for o in runs for f in o.foreign]
+    if not lines:
+        return []
+    if {f[0] for f in lines} & set(whole.values()):
+        return None
+    order = {path: i for i, path in found.paths.items()}
+    lines.sort(key=lambda f: (order.get(f[1], -1), f[2]))
+    loop = ReadReplay(replay=True)
+    rows = list(loop.run([(source, number, text, None, None)
+                          for _ns, source, number, text in lines]))
+    if loop.reading.stats or any(table != "rejected" for table, _row in rows):
+        return None
+    return [row for _table, row in rows]
+
+
+def _task(path: str, s: FileSegments, ns: str, k: int, *, go_on: bool) -> _Task:
+    return _Task(path=path, opened=s.path, ns=ns, first=k, offset=s.offsets[k],
+                 number=s.numbers[k], sizes=tuple(s.sizes(k)), go_on=go_on)
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == b"\x1f\x8b"
+
+
+def _run(spark: Any, tasks: Sequence[_Task], lo: int, stages: list[Any],
+         kill: str | None) -> dict[int, SegmentOutcome]:
+    """Tasks ``lo`` on as one stage, one task each, persisted (added to ``stages``); one
+    job collects their outcomes."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    hi = len(tasks)
+    step = _segment_step({n: tasks[n] for n in range(lo, hi)}, kill)
+    stage = (spark.range(lo, hi, 1, hi - lo).mapInArrow(step, SEGMENT_DDL)
+             .persist(StorageLevel.DISK_ONLY))
+    stages.append(stage)
+    facts = (stage.filter(F.col("piece") == PIECE_REST).select("ipc")
+             .mapInArrow(unpack_step(), WIDE_DDL).filter(F.col("kind") == "segment")
+             .select("payload"))
+    context = spark.sparkContext
+    context.setJobDescription(REPLAY_JOB)
+    try:
+        got = facts.collect()
+    finally:
+        context.setJobDescription(None)
+    out: dict[int, SegmentOutcome] = {}
+    for row in got:
+        doc = json.loads(row["payload"])
+        number = int(doc.pop("task"))
+        out[number] = SegmentOutcome.from_json(doc)
+    return out
+
+
+def _segment_step(tasks: Mapping[int, _Task], kill: str | None) -> Step:
+    """The tasks' Python step: input row ``id`` n runs ``tasks[n]``; its packed rows
+    (`packed`) carry ``seg`` = n."""
+
+    def run(batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for (number,) in list(rows_of(batches, ("id",))):
+            inner = packed(python_step(partial(_task_rows, task=tasks[number], number=number),
+                                       kill=kill))
+            for batch in inner(()):
+                yield pa.RecordBatch.from_arrays(
+                    [*batch.columns, pa.array([number] * batch.num_rows, pa.int64())],
+                    names=[*batch.schema.names, "seg"])
+
+    return run
+
+
+def _task_rows(_batches: Iterable[Any], *, task: _Task, number: int) -> Iterator[Emitted]:
+    """One task's rows: the run's (all but sessions), then its ``segment`` outcome."""
+    run = SegmentRun(task.ns, task.first)
+    lines = lines_from(task.opened, task.path, task.offset, task.number)
+    yield from run.replay(lines, task.sizes, go_on=task.go_on)
+    doc = run.outcome().to_json()
+    doc["task"] = number
+    yield "segment", {"payload": json.dumps(doc)}
+
+
+def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
+              used: Mapping[str, Sequence[SegmentOutcome]], tasks: int,
+              foreign: Sequence[Row]) -> Replayed:
+    """The `Replayed` of the chosen tasks' rows, with the stitched sessions and the
+    ``foreign`` lines' rejections (a small local frame) and the added-up counts."""
+    from pyspark.sql import functions as F
+
+    sessions: list[Row] = []
+    stats = []
+    rejected: dict[str, int] = {}
+    for ns in sorted(used):
+        rows, ns_stats, counts = stitch(ns, used[ns])
+        sessions.extend(rows)
+        if ns_stats is not None:
+            stats.append(ns_stats)
+        for name, n in counts.items():
+            rejected[name] = rejected.get(name, 0) + n
+    for row in foreign:
+        count_rejected(rejected, row)
+    keep = F.col("seg").isin(*chosen)
+    changes = rest = None
+    for stage in stages:
+        part = stage.filter(keep & (F.col("piece") == PIECE_CHANGES)).select(
+            *TABLES["route_changes"].names)
+        changes = part if changes is None else changes.unionByName(part)
+        more = stage.filter(keep & (F.col("piece") == PIECE_REST)).select("ipc")
+        rest = more if rest is None else rest.unionByName(more)
+    assert rest is not None
+    names = wide_schema().names
+    local = spark.createDataFrame(
+        [tuple(r.get(c) for c in names) for r in tag_rows(
+            [*(("sessions", s) for s in sessions), *(("rejected", r) for r in foreign)])],
+        WIDE_DDL)
+    rows = (rest.mapInArrow(unpack_step(), WIDE_DDL).filter(F.col("kind") == "row")
+            .unionByName(local))
+    return Replayed(
+        rows=rows, contributions=None, persisted=tuple(stages), changes=changes,
+        spans={s.ns: (s.first_ms, s.last_ms) for s in stats},
+        sessions=tuple({c: r[c] for c in SESSION_ENDS} for r in sessions),
+        rejected=rejected, name_servers=tuple(name_server_rows(stats, rejected)),
+        gaps=tuple(gap_messages(stats)), partitions={ns: len(runs) for ns, runs in used.items()},
+        read_tasks=tasks)
