@@ -44,6 +44,7 @@ from ._spark_rows import (
     Step,
     packed,
     python_step,
+    replay_job,
     rows_of,
     side_rows,
 )
@@ -105,7 +106,8 @@ def _read(spark: Any, found: Lines, replay: bool, say: Say
         files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
         step = local_file_step(found.paths, found.whole_files, kill)
         stage = files.mapInArrow(packed(step), READ_DDL).persist(StorageLevel.DISK_ONLY)
-        side, got = side_rows(stage, pack=True, columns=facts)
+        with replay_job(spark):
+            side, got = side_rows(stage, pack=True, columns=facts)
         if not any(r["kind"] == "misrouted" for r in got):
             return stage, side, got, len(found.whole_files)
         for df in (stage, side):  # some file holds another name server's lines
@@ -116,7 +118,8 @@ def _read(spark: Any, found: Lines, replay: bool, say: Say
     for key in (_jvm_key, _python_key):
         stage = _by_name_server(found, key(), count, salt, replay, kill).persist(
             StorageLevel.DISK_ONLY)
-        side, got = side_rows(stage, pack=replay, columns=facts)
+        with replay_job(spark):
+            side, got = side_rows(stage, pack=replay, columns=facts)
         if key is _python_key or not any(r["kind"] == "misrouted" for r in got):
             break
         # Spark's JSON path and Python's json disagree on some line's name server (for

@@ -52,17 +52,16 @@ from ._spark_rows import (
     Step,
     packed,
     python_step,
+    replay_job,
     rows_of,
     tag_rows,
     unpack_step,
     wide_schema,
 )
 
-__all__ = ["REPLAY_JOB", "SEGMENT_DDL", "replay_segments"]
+__all__ = ["SEGMENT_DDL", "replay_segments"]
 
 Say = Any
-#: The description of the job that runs the segment tasks (task metrics find it by it).
-REPLAY_JOB = "routing: replay segments"
 #: A segment task's output: the packed read stage (`READ_DDL`) and the task's number.
 SEGMENT_DDL = f"{READ_DDL}, `seg` long"
 
@@ -192,12 +191,8 @@ def _run(spark: Any, tasks: Sequence[_Task], lo: int, stages: list[Any],
     facts = (stage.filter(F.col("piece") == PIECE_REST).select("ipc")
              .mapInArrow(unpack_step(), WIDE_DDL).filter(F.col("kind") == "segment")
              .select("payload"))
-    context = spark.sparkContext
-    context.setJobDescription(REPLAY_JOB)
-    try:
+    with replay_job(spark):
         got = facts.collect()
-    finally:
-        context.setJobDescription(None)
     out: dict[int, SegmentOutcome] = {}
     for row in got:
         doc = json.loads(row["payload"])
