@@ -1,9 +1,9 @@
 """``partition="ns"`` splits each name server's replay at its snapshots (one task per
 segment, ``_spark_segments.py``): every table equals the reference's, row for row, on
 simulator journals with faults and name-server restarts, behind dirty boundaries (a
-damaged snapshot, a line lost before one: continuations), and where the split does not
-apply and the whole-name-server path runs instead (no snapshot, several files of one name
-server, gzip, a line of another name server)."""
+damaged snapshot, a line lost before one: continuations), on a journal rotated into
+several files, and where the split does not apply and the whole-name-server path runs
+instead (no snapshot, gzip, a line of another name server, a file of no name server)."""
 
 from __future__ import annotations
 
@@ -99,19 +99,32 @@ def test_journals_without_snapshots_replay_each_name_server_whole(spark: Any,
     assert set(parts.values()) == {1}
 
 
-@pytest.mark.parametrize("layout", ["files per name server", "gzip", "misrouted line"])
+@pytest.mark.parametrize("cut", ["at a snapshot", "inside a segment"])
+def test_a_journal_in_several_files_splits_across_them(spark: Any, tmp_path: Path,
+                                                       cut: str) -> None:
+    journals = _journals(8, duration_ms=1_800_000)
+    files = {f"{ns}.jsonl": lines for ns, lines in journals.items()}
+    lines = files.pop("ns-0.jsonl")  # rotated into three files that sort in order
+    first, second = _snapshots(lines)[1], _snapshots(lines)[3]
+    if cut == "inside a segment":
+        first, second = first + 7, second + 3
+    files["ns-0.1.jsonl"], files["ns-0.2.jsonl"], files["ns-0.3.jsonl"] = (
+        lines[:first], lines[first:second], lines[second:])
+    parts = _equal(spark, _write(tmp_path, files))
+    assert parts == {ns: len(_snapshots(lines)) + 1 for ns, lines in journals.items()}
+
+
+@pytest.mark.parametrize("layout", ["gzip", "misrouted line", "no name server first"])
 def test_inputs_the_split_does_not_take_are_replayed_whole_and_equal(
         spark: Any, tmp_path: Path, layout: str) -> None:
     journals = _journals(8, duration_ms=1_800_000)
     files = {f"{ns}.jsonl": lines for ns, lines in journals.items()}
-    if layout == "files per name server":  # a journal rotated into two files
-        lines = files.pop("ns-0.jsonl")
-        middle = _snapshots(lines)[2]
-        files["ns-0.1.jsonl"], files["ns-0.2.jsonl"] = lines[:middle], lines[middle:]
-    elif layout == "gzip":
+    if layout == "gzip":
         files["ns-1.jsonl.gz"] = files.pop("ns-1.jsonl")
-    else:  # a line of ns-2 in ns-1's file
+    elif layout == "misrouted line":  # a line of ns-2 in ns-1's file
         files["ns-1.jsonl"].insert(_snapshots(files["ns-1.jsonl"])[2] + 5,
                                    journals["ns-2"][40])
+    else:  # a file that starts with a line of no name server
+        files["ns-2.jsonl"].insert(0, "not json")
     parts = _equal(spark, _write(tmp_path, files))
     assert set(parts.values()) == {1}

@@ -20,7 +20,7 @@ from ..remoting import (
     run_server,
 )
 from ._hosting import configure_logging, split_listen
-from ._simulate import _duration
+from ._simulate import DEFAULT_SNAPSHOT_EVERY, snapshot_every
 
 __all__ = ["serve_command"]
 
@@ -78,10 +78,11 @@ def _epilog() -> str:
               help="Java deleteTopicWithBrokerRegistration.")
 @click.option("--journal", "journal_dir", type=click.Path(file_okay=False), default=None,
               help="Write every routing write call to a journal file in this directory.")
-@click.option("--journal-snapshot-every", "journal_snapshot_every", default=None,
-              callback=_duration, metavar="DURATION",
+@click.option("--journal-snapshot-every", "journal_snapshot_every",
+              default=DEFAULT_SNAPSHOT_EVERY, callback=snapshot_every, show_default=True,
+              metavar="DURATION|off",
               help="With --journal: write a snapshot of the tables into the journal this "
-                   "often (e.g. 10m), so that a replay can be split there. Default: none.")
+                   "often (e.g. 10m), so that a replay can be split there; off: none.")
 @click.option("--nameserver-id", default=None,
               help="Name of this server in the journal (default: the --listen address).")
 @click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),

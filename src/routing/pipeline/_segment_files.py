@@ -1,6 +1,7 @@
-"""Segments of a local plain journal file: where its snapshot lines are (`FileSegments.scan`,
-a byte scan on the driver) and a segment's lines read from its byte offset on
-(`lines_from`), numbered as the whole file's (`_files.raw_lines`) numbers them.
+"""Segments of a name server's local plain journal files: where their snapshot lines are
+(`FileScan`, a byte scan on the driver), the segments of one name server's files in
+reading order (`FileSegments`: a segment may span files) and a segment's lines read from
+its byte offset on (`lines_from`), numbered as `_files.raw_lines` numbers them.
 
 The scan looks for the recorder's ``"op":"snapshot",`` in large blocks (``bytes.find``,
 C speed) and checks each hit's line start against `routing.journal.snapshot_key`'s
@@ -11,15 +12,16 @@ on this machine (docs/performance.md).
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 import attrs
 
 from ._segments import SegLine
 
-__all__ = ["FileSegments", "lines_from"]
+__all__ = ["FileScan", "FileSegments", "lines_from"]
 
 #: `routing.journal._segments._SNAPSHOT`, on bytes.
 _SNAPSHOT = re.compile(
@@ -29,45 +31,81 @@ _BLOCK = 16 << 20
 
 
 @attrs.frozen(kw_only=True)
-class FileSegments:
-    """A journal file's segments: segment ``k`` starts at byte ``offsets[k]``, line
-    ``numbers[k]`` (1-based); segment 0 at the file's start. ``names``: the name server
-    each later segment's snapshot line names (by its prefix)."""
+class FileScan:
+    """One plain journal file: its snapshot lines (byte ``offsets``, 1-based line
+    ``numbers``, the name server each one's prefix ``names``) and its number of lines."""
 
     path: str
     offsets: tuple[int, ...]
     numbers: tuple[int, ...]
     names: tuple[str, ...]
+    lines: int
+
+    @classmethod
+    def of(cls, path: str) -> FileScan:
+        """Scan the plain (not gzip) file at ``path``: every line that starts as
+        `snapshot_key` recognises. O(bytes), one pass, memory O(block)."""
+        offsets, numbers, names = [], [], []
+        with open(path, "rb") as handle:
+            for offset, number, name in _snapshot_lines(handle):
+                if offset < 0:  # the end: ``number`` lines in all
+                    lines = number
+                    break
+                offsets.append(offset)
+                numbers.append(number)
+                names.append(name)
+        return cls(path=path, offsets=tuple(offsets), numbers=tuple(numbers),
+                   names=tuple(names), lines=lines)
+
+
+@attrs.frozen(kw_only=True)
+class FileSegments:
+    """One name server's journal, its files in reading order (``files``: the path as
+    given, the path to open), cut into segments: segment ``k`` starts in file
+    ``starts[k][0]`` at byte ``starts[k][1]``, line ``starts[k][2]``; segment 0 at the
+    first file's start; a segment may span files. ``positions[k]``: its first line's
+    position in the whole journal (0-based)."""
+
+    files: tuple[tuple[str, str], ...]
+    starts: tuple[tuple[int, int, int], ...]
+    positions: tuple[int, ...]
+    total: int
 
     @property
     def count(self) -> int:
-        return len(self.offsets)
+        return len(self.starts)
+
+    @classmethod
+    def of(cls, files: Sequence[tuple[str, str]], scans: Sequence[FileScan]) -> FileSegments:
+        """The segments of the files ``files`` (given, opened) with their ``scans``."""
+        starts, positions = [(0, 0, 1)], [0]
+        before = 0
+        for index, scan in enumerate(scans):
+            for offset, number in zip(scan.offsets, scan.numbers, strict=True):
+                if before + number - 1 > 0:
+                    starts.append((index, offset, number))
+                    positions.append(before + number - 1)
+            before += scan.lines
+        return cls(files=tuple(files), starts=tuple(starts), positions=tuple(positions),
+                   total=before)
 
     def sizes(self, k: int) -> list[int | None]:
         """The line counts of segments ``k`` on (the last one: None, to the end)."""
-        ends = [*self.numbers[k + 1:]]
-        starts = self.numbers[k:]
-        return [*(b - a for a, b in zip(starts, ends, strict=False)), None]
+        return [*(b - a for a, b in itertools.pairwise(self.positions[k:])), None]
 
-    @classmethod
-    def scan(cls, path: str) -> FileSegments:
-        """Find the snapshot lines of the plain (not gzip) file at ``path``: every line but
-        the first that starts as `snapshot_key` recognises. O(bytes), one pass, memory
-        O(block)."""
-        offsets, numbers, names = [0], [1], []
-        with open(path, "rb") as handle:
-            for offset, number, name in _snapshot_lines(handle):
-                if number > 1:
-                    offsets.append(offset)
-                    numbers.append(number)
-                    names.append(name)
-        return cls(path=path, offsets=tuple(offsets), numbers=tuple(numbers),
-                   names=tuple(names))
+    def lines(self, k: int) -> Iterator[SegLine]:
+        """The journal's lines from segment ``k``'s first on, across its files."""
+        index, offset, number = self.starts[k]
+        for i in range(index, len(self.files)):
+            given, opened = self.files[i]
+            yield from lines_from(opened, given, offset, number)
+            offset, number = 0, 1
 
 
 def _snapshot_lines(handle: BinaryIO) -> Iterator[tuple[int, int, str]]:
     """(byte offset, line number, name server) of each line starting with a snapshot's
-    prefix. Blocks are cut after their last newline; the rest is carried over."""
+    prefix, then ``(-1, lines in the file, "")``. Blocks are cut after their last
+    newline; the rest is carried over."""
     carry = b""
     base = 0  # byte offset of carry[0]
     lines = 0  # newlines before base
@@ -76,9 +114,10 @@ def _snapshot_lines(handle: BinaryIO) -> Iterator[tuple[int, int, str]]:
         buf = carry + block
         cut = len(buf) if not block else buf.rfind(b"\n") + 1
         if cut <= 0:
-            carry = buf
             if not block:
+                yield -1, lines, ""
                 return
+            carry = buf
             continue
         counted = 0  # newlines of buf[:at] counted so far
         at = 0
@@ -96,6 +135,7 @@ def _snapshot_lines(handle: BinaryIO) -> Iterator[tuple[int, int, str]]:
         base += cut
         carry = buf[cut:]
         if not block:
+            yield -1, lines + (1 if cut and not buf.endswith(b"\n") else 0), ""
             return
 
 

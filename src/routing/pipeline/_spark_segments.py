@@ -1,9 +1,11 @@
 """The replay of ``partition="ns"`` split at the journals' snapshots: many tasks per name
 server (`replay_segments` → `Replayed`, or None: not this way).
 
-For local plain journal files, one per name server (the recorder's layout,
-`Lines.whole_files`), the driver finds each file's snapshot lines with a byte scan
-(``_segment_files.FileSegments``: about 0.5 s per GB, no line parsed). Then:
+For local plain journal files, each holding one name server's lines (the recorder's
+layout; a name server may have several files, read in their order, as after restarts of
+``routing serve --journal``: a segment may then span files), the driver finds each
+file's snapshot lines with a byte scan (``_segment_files.FileScan``: about 1.4 CPU s per
+GiB, no line parsed). Then:
 
 1. **one task per segment**: the Python worker opens the file at the segment's byte
    offset, replays its lines with a fresh reader and deriver (``_segments.SegmentRun``),
@@ -20,8 +22,9 @@ For local plain journal files, one per name server (the recorder's layout,
 
 Not this way (the caller replays each name server in one task, `_spark_replay._read`):
 no snapshot in any file (old journals), a gzip file, inputs that are not local plain
-files or several files of one name server, a snapshot line of another name server, or a
-line of a name server that has a file of its own, or an accepted one, in another's file.
+files (URIs, Parquet copies), a file whose first line names no name server, a snapshot
+line of another name server, or a line of a name server that has a file of its own, or
+an accepted one, in another's file.
 (Lines of a name server without a file or header, which the whole replay rejects, are
 set aside by the tasks and rejected on the driver, in reading order.)
 """
@@ -36,9 +39,10 @@ from typing import Any
 
 import attrs
 
+from ._files import first_name, has_scheme
 from ._read_replay import ReadReplay, count_rejected, gap_messages, name_server_rows
 from ._schema import TABLES, Emitted, Row
-from ._segment_files import FileSegments, lines_from
+from ._segment_files import FileScan, FileSegments
 from ._segments import SegmentOutcome, SegmentRun, stitch, walk
 from ._session import is_connect
 from ._spark_lines import Lines
@@ -68,17 +72,12 @@ SEGMENT_DDL = f"{READ_DDL}, `seg` long"
 
 @attrs.frozen(kw_only=True)
 class _Task:
-    """One task: file ``path`` (as given; ``opened`` to open) of name server ``ns``, from
-    segment ``first`` (byte ``offset``, line ``number``) with the segments' ``sizes``;
-    ``go_on``: a continuation (past dirty boundaries)."""
+    """One task: name server ``ns``'s journal from segment ``first`` on; ``go_on``: a
+    continuation (past dirty boundaries)."""
 
-    path: str
-    opened: str
     ns: str
+    journal: FileSegments
     first: int
-    offset: int
-    number: int
-    sizes: tuple[int | None, ...]
     go_on: bool
 
 
@@ -88,21 +87,21 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
     cannot be (then nothing was persisted). Jobs: one for the segments, one per round of
     continuations (none for healthy journals). Driver: O(bytes) of the scan, O(segments +
     sessions) of the walk and the stitching."""
-    whole = found.whole_files
-    if whole is None or is_connect(spark):
-        return None
-    files = {i: os.path.abspath(found.paths[i]) for i in sorted(whole)}
-    if any(_is_gzip(p) for p in files.values()):
+    files = None if is_connect(spark) else _journal_files(found)
+    if files is None:
         return None
     say("finding snapshots")
-    scans = {i: FileSegments.scan(p) for i, p in files.items()}
-    if all(s.count == 1 for s in scans.values()) or any(
-            name != whole[i] for i, s in scans.items() for name in s.names):
-        return None
-    tasks: list[_Task] = []
-    for i, s in scans.items():
-        tasks.extend(_task(found.paths[i], s, whole[i], k, go_on=False) for k in range(s.count))
-    say(f"replaying {len(tasks)} segments of {len(scans)} journal files")
+    journals: dict[str, FileSegments] = {}
+    for ns, paths in files.items():
+        scans = [FileScan.of(opened) for _given, opened in paths]
+        if any(name != ns for scan in scans for name in scan.names):
+            return None  # another name server's snapshot: not the recorder's layout
+        journals[ns] = FileSegments.of(paths, scans)
+    if all(j.count == 1 for j in journals.values()):
+        return None  # no snapshot: nothing to split
+    tasks = [_Task(ns=ns, journal=j, first=k, go_on=False)
+             for ns, j in sorted(journals.items()) for k in range(j.count)]
+    say(f"replaying {len(tasks)} segments of {len(journals)} name servers")
     stages: list[Any] = []
     alone = _run(spark, tasks, 0, stages, kill)
     if any(o.misrouted is not None for o in alone.values()):
@@ -114,18 +113,15 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
         by_ns.setdefault(task.ns, {})[task.first] = number
     continued: dict[str, dict[int, int]] = {ns: {} for ns in by_ns}
     outcomes = dict(alone)
-    counts = {i: s.count for i, s in scans.items()}
-    file_of = {whole[i]: i for i in scans}
     while True:
         used: dict[str, list[SegmentOutcome]] = {}
         needed: list[_Task] = []
         for ns, segs in by_ns.items():
-            runs, k = walk(counts[file_of[ns]], {j: outcomes[t] for j, t in segs.items()},
+            runs, k = walk(journals[ns].count, {j: outcomes[t] for j, t in segs.items()},
                            {j: outcomes[t] for j, t in continued[ns].items()})
             used[ns] = runs
             if k is not None:
-                i = file_of[ns]
-                needed.append(_task(found.paths[i], scans[i], ns, k, go_on=True))
+                needed.append(_Task(ns=ns, journal=journals[ns], first=k, go_on=True))
         if not needed:
             break
         say(f"replaying {len(needed)} continuation(s) behind dirty boundaries")
@@ -135,7 +131,7 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
         for number in more:
             continued[tasks[number].ns][tasks[number].first] = number
         outcomes.update(more)
-    foreign = _foreign(found, whole, used)
+    foreign = _foreign(found, set(journals), used)
     if foreign is None:
         for stage in stages:
             stage.unpersist()
@@ -145,7 +141,30 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
     return _replayed(spark, stages, chosen, used, len(tasks), foreign)
 
 
-def _foreign(found: Lines, whole: Mapping[int, str],
+def _journal_files(found: Lines) -> dict[str, list[tuple[str, str]]] | None:
+    """Each name server's files (path as given, absolute path), in reading order: every
+    input a local plain JSON Lines file, named to a name server by its first line; else
+    None. O(files): a first line each."""
+    seen = found.seen
+    if found.memory is not None or seen.parquets or seen.damaged or not found.paths:
+        return None
+    whole = found.whole_files or {}
+    out: dict[str, list[tuple[str, str]]] = {}
+    for i in sorted(found.paths):
+        given = found.paths[i]
+        if has_scheme(given):
+            return None
+        opened = os.path.abspath(given)
+        if _is_gzip(opened):
+            return None
+        ns = whole.get(i) or first_name(opened)
+        if ns is None:
+            return None
+        out.setdefault(ns, []).append((given, opened))
+    return out
+
+
+def _foreign(found: Lines, names: set[str],
              used: Mapping[str, Sequence[SegmentOutcome]]) -> list[Row] | None:
     """The ``rejected`` rows of the lines of other name servers the tasks set aside, read
     in reading order as the whole replay reads them; None when such a name server has a
@@ -154,7 +173,7 @@ def _foreign(found: Lines, whole: Mapping[int, str],
     lines = [f for runs in used.values() for o in runs for f in o.foreign]
     if not lines:
         return []
-    if {f[0] for f in lines} & set(whole.values()):
+    if {f[0] for f in lines} & names:
         return None
     order = {path: i for i, path in found.paths.items()}
     lines.sort(key=lambda f: (order.get(f[1], -1), f[2]))
@@ -164,11 +183,6 @@ def _foreign(found: Lines, whole: Mapping[int, str],
     if loop.reading.stats or any(table != "rejected" for table, _row in rows):
         return None
     return [row for _table, row in rows]
-
-
-def _task(path: str, s: FileSegments, ns: str, k: int, *, go_on: bool) -> _Task:
-    return _Task(path=path, opened=s.path, ns=ns, first=k, offset=s.offsets[k],
-                 number=s.numbers[k], sizes=tuple(s.sizes(k)), go_on=go_on)
 
 
 def _is_gzip(path: str) -> bool:
@@ -222,8 +236,9 @@ def _segment_step(tasks: Mapping[int, _Task], kill: str | None) -> Step:
 def _task_rows(_batches: Iterable[Any], *, task: _Task, number: int) -> Iterator[Emitted]:
     """One task's rows: the run's (all but sessions), then its ``segment`` outcome."""
     run = SegmentRun(task.ns, task.first)
-    lines = lines_from(task.opened, task.path, task.offset, task.number)
-    yield from run.replay(lines, task.sizes, go_on=task.go_on)
+    journal = task.journal
+    yield from run.replay(journal.lines(task.first), journal.sizes(task.first),
+                          go_on=task.go_on)
     doc = run.outcome().to_json()
     doc["task"] = number
     yield "segment", {"payload": json.dumps(doc)}
