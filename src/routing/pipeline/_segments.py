@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from .._errors import InvariantViolation
 from .._messages import BrokerRegistered
 from ..journal import JournalEntry, JournalSnapshot, snapshot_key
 from ._answers import Answer
@@ -327,8 +328,8 @@ def stitch(ns: str, runs: Sequence[SegmentOutcome]
                              heartbeats=piece["heartbeats"] + before["heartbeats"])
             follows[key] = piece
         if chain:
-            raise AssertionError(f"{ns}: sessions left behind at a clean boundary: "
-                                 f"{sorted(chain)}")
+            raise InvariantViolation([f"{ns}: sessions left behind at a clean boundary: "
+                                      f"{sorted(chain)}"])
         chain = follows
     end = stats.last_ms if stats is not None else 0
     for key in sorted(chain):  # the reference's `finish`: still open at the end
