@@ -108,7 +108,8 @@ def fleet_journals(path: str | None, log: Any = print) -> tuple[Path, int]:
         folder = CACHE / "fleet40h"
         if not (folder / "ns-2.jsonl").exists():
             log(f"simulating the fleet journals into {folder} ({FLEET_COMMAND}) …")
-            subprocess.run([sys.executable, "-m", "routing.cli", *FLEET_COMMAND.split()[1:],
+            subprocess.run([sys.executable, "-c", "from routing.cli import main; main()",
+                            *FLEET_COMMAND.split()[1:],
                             "--out", str(folder), "--no-progress"], cwd=ROOT, check=True,
                            stdout=subprocess.DEVNULL)
     return folder, _count(folder)
