@@ -366,9 +366,10 @@ def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
                 say(f"  {engine}: {r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, "
                     f"{r['peak_rss_mb']:.0f} MB (largest process of each kind, MB: "
                     f"{r.get('peak_by_process_mb', {})})")
-            if "reference" in outs:
-                differ = sorted({name for e in outs if e != "reference"
-                                 for name in _equal(outs["reference"], outs[e])})
+            # against the reference's tables; without it, the Spark runs against the first
+            base = "reference" if "reference" in outs else runs[0]
+            differ = sorted({name for e in outs if e != base
+                             for name in _equal(outs[base], outs[e])})
         finally:
             for out in outs.values():
                 shutil.rmtree(out, ignore_errors=True)
@@ -382,6 +383,7 @@ def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
                 "loadavg_1m": round(load, 1)}
             if len(got) >= 2:
                 extra["equal"] = not differ
+                extra["compared_with"] = base
             if engine.startswith("spark"):
                 extra.update(session_s=round(r["session_s"], 1), master=master,
                              replay_partitions=r["partitions"],
