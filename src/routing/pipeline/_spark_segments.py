@@ -45,7 +45,7 @@ from ._schema import TABLES, Emitted, Row
 from ._segment_files import FileScan, FileSegments
 from ._segments import SegmentOutcome, SegmentRun, stitch, walk
 from ._session import is_connect
-from ._spark_lines import Lines
+from ._spark_lines import Lines, task_slots
 from ._spark_rows import (
     PIECE_CHANGES,
     PIECE_REST,
@@ -249,6 +249,7 @@ def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
               foreign: Sequence[Row]) -> Replayed:
     """The `Replayed` of the chosen tasks' rows, with the stitched sessions and the
     ``foreign`` lines' rejections (a small local frame) and the added-up counts."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     sessions: list[Row] = []
@@ -271,16 +272,21 @@ def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
         changes = part if changes is None else changes.unionByName(part)
         more = stage.filter(keep & (F.col("piece") == PIECE_REST)).select("ipc")
         rest = more if rest is None else rest.unionByName(more)
-    assert rest is not None
+    assert rest is not None and changes is not None
+    # as many partitions downstream as task slots, not one per segment: a table's job and
+    # the sweep's map side then start a few tasks, each reading several persisted blocks
+    slots = max(1, task_slots(spark))
     names = wide_schema().names
     local = spark.createDataFrame(
         [tuple(r.get(c) for c in names) for r in tag_rows(
             [*(("sessions", s) for s in sessions), *(("rejected", r) for r in foreign)])],
         WIDE_DDL)
-    rows = (rest.mapInArrow(unpack_step(), WIDE_DDL).filter(F.col("kind") == "row")
-            .unionByName(local))
+    rows = (rest.coalesce(slots).mapInArrow(unpack_step(), WIDE_DDL)
+            .filter(F.col("kind") == "row").unionByName(local)
+            .persist(StorageLevel.DISK_ONLY))
     return Replayed(
-        rows=rows, contributions=None, persisted=tuple(stages), changes=changes,
+        rows=rows, contributions=None, persisted=(*stages, rows),
+        changes=changes.coalesce(slots),
         spans={s.ns: (s.first_ms, s.last_ms) for s in stats},
         sessions=tuple({c: r[c] for c in SESSION_ENDS} for r in sessions),
         rejected=rejected, name_servers=tuple(name_server_rows(stats, rejected)),
