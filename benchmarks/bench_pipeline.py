@@ -92,6 +92,29 @@ def one_ns_journal(size: int, log: Any = print) -> tuple[Path, int]:
     return folder, _count(folder)
 
 
+#: The fleet shape: a few name servers, each one long journal with snapshots (issue 30).
+FLEET_COMMAND = ("routing simulate --groups 300 --nameservers 3 --duration 40h "
+                 "--snapshot-every 60m --seed 0")
+FLEET_SHAPE = "fleet shape (3 name servers x 1 file, 40 h, 60-min snapshots, distinct content)"
+
+
+def fleet_journals(path: str | None, log: Any = print) -> tuple[Path, int]:
+    """The fleet-shape folder: ``path``, or simulated once into the cache with
+    `FLEET_COMMAND` (about 8.5 M records, 1.55 GB; about an hour on a busy 2-core
+    machine). Returns (folder, lines)."""
+    if path is not None:
+        folder = Path(path)
+    else:
+        folder = CACHE / "fleet40h"
+        if not (folder / "ns-2.jsonl").exists():
+            log(f"simulating the fleet journals into {folder} ({FLEET_COMMAND}) …")
+            subprocess.run([sys.executable, "-c", "from routing.cli import main; main()",
+                            *FLEET_COMMAND.split()[1:],
+                            "--out", str(folder), "--no-progress"], cwd=ROOT, check=True,
+                           stdout=subprocess.DEVNULL)
+    return folder, _count(folder)
+
+
 def _count(folder: Path) -> int:
     return sum(sum(1 for _ in open(f, "rb")) for f in sorted(folder.glob("*.jsonl")))
 
@@ -217,7 +240,8 @@ class _PeakRss:
 
 
 def _child(engine: str, path: str, out_dir: str, master: str,
-           split_read_bytes: int | None = None) -> dict[str, Any]:
+           split_read_bytes: int | None = None, partition: str = "ns",
+           event_log: str | None = None) -> dict[str, Any]:
     sampler = _PeakRss()
     out = Path(out_dir)
     result: dict[str, Any] = {}
@@ -238,9 +262,12 @@ def _child(engine: str, path: str, out_dir: str, master: str,
 
                 spark = remote_session(master)
             else:
-                spark = spark_session(master, app_name="bench-pipeline")
+                conf = None if event_log is None else {
+                    "spark.eventLog.enabled": "true", "spark.eventLog.dir": event_log,
+                    "spark.eventLog.compress": "false"}
+                spark = spark_session(master, app_name="bench-pipeline", conf=conf)
             result["session_s"] = time.perf_counter() - started
-            analysis = analyze(spark, path)
+            analysis = analyze(spark, path, partition=partition)
             analysis.write(str(out))
             result["seconds"] = time.perf_counter() - started
             result["partitions"] = sum(analysis.partitions.values())
@@ -250,6 +277,10 @@ def _child(engine: str, path: str, out_dir: str, master: str,
             result["file_mb"] = round(max(p.stat().st_size for p in files) / 2**20, 1)
             analysis.unpersist()
             spark.stop()
+            if event_log is not None:
+                from benchmarks.task_metrics import replay_tasks, summary
+
+                result["replay_tasks"] = summary(replay_tasks(Path(event_log)))
     finally:
         result["peak_rss_mb"] = sampler.stop() / 2**20
         result["peak_by_process_mb"] = sampler.peaks_by_kind()
@@ -273,9 +304,12 @@ def _equal(a: Path, b: Path) -> list[str]:
 
 
 def _run_child(engine: str, path: Path, out: Path, master: str = MASTER,
-               split_read_bytes: int | None = None) -> dict[str, Any]:
+               split_read_bytes: int | None = None, partition: str = "ns") -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.bench_pipeline", "--child", engine,
-           "--path", str(path), "--child-out", str(out), "--master", master]
+           "--path", str(path), "--child-out", str(out), "--master", master,
+           "--partition", partition]
+    if engine == "spark":
+        cmd += ["--event-log", tempfile.mkdtemp(prefix="bench-pipeline-events-")]
     if split_read_bytes is not None:
         cmd += ["--split-read-bytes", str(split_read_bytes)]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -298,32 +332,44 @@ def _row(operation: str, records: int, seconds: float, **extra: Any) -> dict[str
 
 def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
         engines: tuple[str, ...] = ("reference", "spark"), master: str = MASTER,
-        single_ns: bool = False, split_read_bytes: int | None = None
+        single_ns: bool = False, split_read_bytes: int | None = None, fleet: bool = False,
+        fleet_path: str | None = None, partitions: tuple[str, ...] = ("ns",)
         ) -> list[dict[str, Any]]:
     """Rows: records/s, CPU seconds and peak memory of the reference and of Spark (default
-    options) for each size; ``ratio`` is Spark's rate over the reference's and ``equal``
-    says whether every table matched row for row."""
+    options; each of ``partitions``) for each size; ``ratio`` is Spark's rate over the
+    reference's, ``equal`` says whether every table matched the reference's row for row,
+    ``replay_tasks`` holds Spark's task metrics of the replay (`benchmarks.task_metrics`).
+    ``fleet``: the fleet shape (`fleet_journals`) instead of copies of one simulation."""
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     rows: list[dict[str, Any]] = []
     sizes = sizes or (QUICK_SIZES if quick else tuple(
         int(float(s)) for s in os.environ.get("BENCH_PIPELINE_SIZES", "").split(",") if s
     ) or FULL_SIZES)
     load = os.getloadavg()[0]
-    for size in sizes:
-        folder, records = (one_ns_journal(size, say) if single_ns
+    for size in (sizes[:1] if fleet else sizes):
+        folder, records = (fleet_journals(fleet_path, say) if fleet
+                           else one_ns_journal(size, say) if single_ns
                            else journals(size, quick, say))
         say(f"pipeline: {records:,} records in {folder} (load {load:.1f})")
-        outs = {e: Path(tempfile.mkdtemp(prefix=f"bench-pipeline-{e}-")) for e in engines}
+        runs = [e if e != "spark" or len(partitions) == 1 else f"spark:{p}"
+                for e in engines for p in (partitions if e == "spark" else ("",))]
+        outs = {e: Path(tempfile.mkdtemp(prefix="bench-pipeline-")) for e in runs}
         got: dict[str, dict[str, Any]] = {}
+        differ: list[str] = []
         try:
-            for engine in engines:
-                got[engine] = _run_child(engine, folder, outs[engine], master,
-                                         split_read_bytes if engine == "spark" else None)
+            for engine in runs:
+                kind, _, partition = engine.partition(":")
+                got[engine] = _run_child(kind, folder, outs[engine], master,
+                                         split_read_bytes if kind == "spark" else None,
+                                         partition or partitions[0])
                 r = got[engine]
                 say(f"  {engine}: {r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, "
                     f"{r['peak_rss_mb']:.0f} MB (largest process of each kind, MB: "
                     f"{r.get('peak_by_process_mb', {})})")
-            differ = _equal(outs["reference"], outs["spark"]) if len(engines) == 2 else []
+            # against the reference's tables; without it, the Spark runs against the first
+            base = "reference" if "reference" in outs else runs[0]
+            differ = sorted({name for e in outs if e != base
+                             for name in _equal(outs[base], outs[e])})
         finally:
             for out in outs.values():
                 shutil.rmtree(out, ignore_errors=True)
@@ -335,21 +381,27 @@ def run(quick: bool, log: Any = None, *, sizes: tuple[int, ...] | None = None,
                 "cpu_s": round(r["cpu_s"], 1), "peak_rss_mb": round(r["peak_rss_mb"]),
                 "peak_by_process_mb": r.get("peak_by_process_mb", {}),
                 "loadavg_1m": round(load, 1)}
-            if len(got) == 2:
+            if len(got) >= 2:
                 extra["equal"] = not differ
-            if engine == "spark":
+                extra["compared_with"] = base
+            if engine.startswith("spark"):
                 extra.update(session_s=round(r["session_s"], 1), master=master,
                              replay_partitions=r["partitions"],
                              read_tasks=r["read_tasks"], files=r["files"],
-                             file_mb=r["file_mb"])
+                             file_mb=r["file_mb"], partition=engine.partition(":")[2]
+                             or partitions[0], replay_tasks=r.get("replay_tasks"))
                 if split_read_bytes is not None:
                     extra["split_read_bytes"] = split_read_bytes
                 if ref is not None:
                     extra["ratio"] = round(ref["seconds"] / r["seconds"], 3)
             name = ("reference (1 process)" if engine == "reference"
-                    else f"spark {master}, default options, end to end")
+                    else f"spark {master}, default options, end to end"
+                    if extra.get("partition", "ns") == "ns"
+                    else f"spark {master}, --partition {extra['partition']}, end to end")
             if single_ns:
                 name += ", one name server in one file"
+            if fleet:
+                name += f", {FLEET_SHAPE}"
             rows.append(_row(name, records, r["seconds"], **extra,
                              note=f"{r['seconds']:.1f} s, {r['cpu_s']:.0f} CPU s, peak "
                                   f"{r['peak_rss_mb']:.0f} MB"
@@ -391,20 +443,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-read-bytes", type=int, default=None,
                         help="cut one-name-server files above this size into byte ranges "
                              "(default: the pipeline's 128 MB; 0: always)")
+    parser.add_argument("--fleet", action="store_true",
+                        help="the fleet shape instead: 3 name servers, long journals with "
+                             "60-min snapshots (FLEET_COMMAND, cached; or --fleet-path)")
+    parser.add_argument("--fleet-path", default=None,
+                        help="a folder holding such journals already (e.g. made by "
+                             "FLEET_COMMAND)")
+    parser.add_argument("--partition", default="ns",
+                        help="Spark's partition (ns, ns-whole, group); with --fleet, "
+                             "several: ns,ns-whole")
     parser.add_argument("--publish", action="store_true",
                         help="merge the rows into docs/benchmarks.json")
     parser.add_argument("--child", choices=("reference", "spark"), help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
+    parser.add_argument("--event-log", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(_child(args.child, args.path, args.child_out, args.master,
-                                args.split_read_bytes)), flush=True)
+                                args.split_read_bytes, args.partition, args.event_log)),
+              flush=True)
         return 0
     sizes = tuple(_size(s) for s in args.records.split(",")) if args.records else None
     rows = run(args.quick, sizes=sizes, engines=tuple(args.engines.split(",")),
                master=args.master, single_ns=args.single_ns,
-               split_read_bytes=args.split_read_bytes)
+               split_read_bytes=args.split_read_bytes,
+               fleet=args.fleet or args.fleet_path is not None, fleet_path=args.fleet_path,
+               partitions=tuple(args.partition.split(",")))
     for row in rows:
         print(json.dumps(row), flush=True)
     if args.publish:

@@ -77,7 +77,8 @@ def test_strict_names_the_rejected_lines_and_the_gaps() -> None:
 
 
 def test_a_partition_that_is_neither_ns_nor_group_fails_before_spark_is_touched() -> None:
-    with pytest.raises(InvalidRequest, match="partition must be 'ns' or 'group'") as caught:
+    with pytest.raises(InvalidRequest,
+                       match="partition must be 'ns', 'ns-whole' or 'group'") as caught:
         p.analyze(None, [], partition="topic")
     assert (caught.value.field, caught.value.value) == ("partition", "topic")
     assert isinstance(caught.value, ValueError)

@@ -400,3 +400,36 @@ def test_acting_master_slave_learns_from_member_group_sync_that_it_acts() -> Non
     assert slave.hb.acting_as_master and slave.hb.min_broker_id == 1
     assert dict(slave.hb.member_group) == {1: slave.addr}
     assert not other.hb.acting_as_master  # its master is alive
+
+
+def test_cli_simulate_writes_a_snapshot_every_hour_unless_turned_off(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from routing.cli._simulate import simulate_command
+
+    args = ["--groups", "2", "--slaves", "0", "--nameservers", "1", "--duration", "130m",
+            "--faults", "none", "--seed", "3", "--no-progress", "--out"]
+    for every, expected, count in (([], 3_600_000, 2), (["--snapshot-every", "off"], None, 0),
+                                   (["--snapshot-every", "0"], None, 0)):
+        out = tmp_path / f"run{len(every)}{every[-1:]}"
+        result = CliRunner().invoke(simulate_command, [*args, str(out), *every])
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["config"]["snapshot_every_ms"] == expected
+        ops = [e.op for e in read_journal(out / "ns-0.jsonl").records]
+        assert ops.count("snapshot") == count  # at 60 and 120 of the 130 simulated minutes
+    bad = CliRunner().invoke(simulate_command, ["--snapshot-every", "often"])
+    assert bad.exit_code == 2 and "not a duration" in bad.output
+
+
+def test_cli_serve_journals_snapshot_every_hour_unless_turned_off() -> None:
+    import click
+
+    from routing.cli._serve import serve_command
+
+    options = {p.name: p for p in serve_command.params}
+    every = options["journal_snapshot_every"]
+    context = click.Context(serve_command)
+    assert every.process_value(context, every.get_default(context)) == 3_600_000
+    assert every.process_value(context, "off") is None
+    assert every.process_value(context, "10m") == 600_000

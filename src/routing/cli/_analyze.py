@@ -150,9 +150,11 @@ def _remote(remote: str | None, *, local_engine: bool, master: str | None,
               help="Also report every route at this time (ms, T+H:MM:SS or ISO date-time); "
                    "repeatable.")
 @click.option("--strict", is_flag=True, help="Fail if any journal line is rejected.")
-@click.option("--partition", type=click.Choice(["ns", "group"]), default="ns",
+@click.option("--partition", type=click.Choice(["ns", "ns-whole", "group"]), default="ns",
               show_default=True,
-              help="Read and replay per name server, or replay per broker-group set.")
+              help="ns: replay each name server's segments between snapshots as tasks of "
+                   "their own (each name server whole when its journal has no snapshot); "
+                   "ns-whole: each name server in one task; group: per broker-group set.")
 @click.option("--local", "local_engine", is_flag=True,
               help="Run the pure-Python reference in this process instead of Spark.")
 @click.option("--to-parquet", "to_parquet_dir", default=None,

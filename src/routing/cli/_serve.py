@@ -20,7 +20,7 @@ from ..remoting import (
     run_server,
 )
 from ._hosting import configure_logging, split_listen
-from ._simulate import _duration, _period, _size
+from ._simulate import DEFAULT_SNAPSHOT_EVERY, _period, _size, snapshot_every
 
 __all__ = ["serve_command"]
 
@@ -78,10 +78,11 @@ def _epilog() -> str:
               help="Java deleteTopicWithBrokerRegistration.")
 @click.option("--journal", "journal_dir", type=click.Path(file_okay=False), default=None,
               help="Write every routing write call to a journal file in this directory.")
-@click.option("--journal-snapshot-every", "journal_snapshot_every", default=None,
-              callback=_duration, metavar="DURATION",
+@click.option("--journal-snapshot-every", "journal_snapshot_every",
+              default=DEFAULT_SNAPSHOT_EVERY, callback=snapshot_every, show_default=True,
+              metavar="DURATION|off",
               help="With --journal: write a snapshot of the tables into the journal this "
-                   "often (e.g. 10m), so that a replay can be split there. Default: none.")
+                   "often (e.g. 10m), so that a replay can be split there; off: none.")
 @click.option("--journal-rotate-every", "journal_rotate_every", default="10s",
               show_default=True, callback=_period, metavar="DURATION",
               help="With --journal: close the journal file and start a new one this often "

@@ -44,7 +44,7 @@ from ._schema import Row
 
 __all__ = ["EMPTY_REASON", "JOURNAL_SUFFIXES", "LINES_SCHEMA_DDL", "SKIPPED_REASON",
            "InputCheck", "InputFile", "Line", "Sources", "Survey", "check_inputs",
-           "decode_line", "expand_local", "file_row", "has_scheme", "is_parquet_path",
+           "decode_line", "expand_local", "file_row", "first_name", "has_scheme", "is_parquet_path",
            "iter_lines", "kind_in_folder", "line_key", "lines_of", "raw_lines", "survey",
            "truncated_reason"]
 
@@ -301,7 +301,7 @@ def survey(inputs: Sequence[InputFile]) -> Survey:
         if os.path.getsize(item.path) == 0:
             notes.append(file_row(item.path, 0, "read", EMPTY_REASON))
             continue
-        name = _first_name(item.path)
+        name = first_name(item.path)
         if names is not None and name is not None:
             names.add(name)
         if firsts is not None:
@@ -327,7 +327,7 @@ def survey(inputs: Sequence[InputFile]) -> Survey:
                   first_names=None if names is None else frozenset(names), whole=whole)
 
 
-def _first_name(path: str) -> str | None:
+def first_name(path: str) -> str | None:
     """The name server of a local file's first line (a cheap hint for spreading tasks)."""
     try:
         with (gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")) as handle:

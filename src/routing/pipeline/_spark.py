@@ -38,9 +38,11 @@ __all__ = ["PARTITIONS", "Progress", "analyze"]
 #: Told the name of each step as it starts.
 Progress = Callable[[str], object]
 
-#: The ways to partition the replay: ``ns`` (each name server whole, the default) or
-#: ``group`` (each independent set of a name server's broker groups apart).
-PARTITIONS = ("ns", "group")
+#: The ways to partition the replay: ``ns`` (each name server's segments between
+#: snapshots apart where the journals have snapshots, else each name server whole; the
+#: default), ``ns-whole`` (each name server whole, snapshots or not) or ``group`` (each
+#: independent set of a name server's broker groups apart).
+PARTITIONS = ("ns", "ns-whole", "group")
 
 
 def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = False,
@@ -50,18 +52,23 @@ def analyze(spark: Any, sources: Any, *, at: Sequence[int] = (), strict: bool = 
     ``sources``: journal paths (files or folders: JSON Lines, ``.gz``, or Parquet copies
     from `to_parquet`; local or any URI Spark reads) or ``{name: lines}``. ``at``: times
     (ms) for ``routes_at``. ``strict``: raise `RejectedRecords` if any line was set aside.
-    ``partition``: ``"ns"`` (read and replay each name server in one task, the default:
-    no line is shuffled twice) or ``"group"`` (replay each name server's independent
-    broker-group sets apart, after reading it whole); anything else raises
-    `routing.InvalidRequest`. ``progress`` is told the name of each step as it starts.
+    ``partition``: ``"ns"`` (the default: local plain journal files, one per name server,
+    with snapshot records are replayed as one task per segment between snapshots, read
+    from their byte offsets, the sessions stitched on the driver; other inputs as with
+    ``"ns-whole"``), ``"ns-whole"`` (read and replay each name server in one task: no
+    line is shuffled twice) or ``"group"`` (replay each name server's independent
+    broker-group sets apart, after reading it whole; snapshots are read and checked, not
+    used to split); anything else raises `routing.InvalidRequest`. ``progress`` is told
+    the name of each step as it starts.
 
     Cost: the read and replay jobs run before it returns (O(lines) over the tasks; about
     5 µs a record of Python work, the steady lane's); the sweep's job runs in the
     background, and `Analysis.write` and `Analysis.summary_rows` wait for it.
     """
     if partition not in PARTITIONS:
-        raise InvalidRequest(f"partition must be 'ns' or 'group', got {partition!r}",
-                             field="partition", value=partition)
+        raise InvalidRequest(
+            f"partition must be 'ns', 'ns-whole' or 'group', got {partition!r}",
+            field="partition", value=partition)
     say = progress or (lambda _step: None)
     say("listing inputs")
     found = read(spark, sources)  # 1. read: the inputs, their lines

@@ -44,9 +44,11 @@ from ._spark_rows import (
     Step,
     packed,
     python_step,
+    replay_job,
     rows_of,
     side_rows,
 )
+from ._spark_segments import replay_segments
 
 __all__ = ["local_file_step", "read_step", "replay"]
 
@@ -54,12 +56,18 @@ Say = Callable[[str], object]
 
 
 def replay(spark: Any, found: Lines, partition: str, say: Say) -> Replayed:
-    """Read and replay ``found``: ``partition="ns"`` replays each name server whole as it is
-    read, ``"group"`` reads first and replays each broker-group component apart. Runs the
-    read's job (and, for ``"group"``, the replay's): O(lines) over the tasks."""
+    """Read and replay ``found``: ``partition="ns"`` replays each name server's segments
+    between snapshots as tasks of their own where it can (``_spark_segments.py``), else
+    like ``"ns-whole"``, which replays each name server whole as it is read; ``"group"``
+    reads first and replays each broker-group component apart. Runs the read's job (and,
+    for ``"group"``, the replay's): O(lines) over the tasks."""
     from pyspark.sql import functions as F
 
-    whole = partition == "ns"
+    whole = partition != "group"
+    if partition == "ns":  # split at the journals' snapshots where it can be
+        split = replay_segments(spark, found, say, os.environ.get(KILL_WORKER_ENV) or None)
+        if split is not None:
+            return split
     stage, side, got, read_tasks = _read(spark, found, whole, say)
     stats = [NsStats.from_json(json.loads(r["payload"])) for r in got if r["kind"] == "stats"]
     rows = side.filter(F.col("kind") == "row")
@@ -98,7 +106,8 @@ def _read(spark: Any, found: Lines, replay: bool, say: Say
         files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
         step = local_file_step(found.paths, found.whole_files, kill)
         stage = files.mapInArrow(packed(step), READ_DDL).persist(StorageLevel.DISK_ONLY)
-        side, got = side_rows(stage, pack=True, columns=facts)
+        with replay_job(spark):
+            side, got = side_rows(stage, pack=True, columns=facts)
         if not any(r["kind"] == "misrouted" for r in got):
             return stage, side, got, len(found.whole_files)
         for df in (stage, side):  # some file holds another name server's lines
@@ -109,7 +118,8 @@ def _read(spark: Any, found: Lines, replay: bool, say: Say
     for key in (_jvm_key, _python_key):
         stage = _by_name_server(found, key(), count, salt, replay, kill).persist(
             StorageLevel.DISK_ONLY)
-        side, got = side_rows(stage, pack=replay, columns=facts)
+        with replay_job(spark):
+            side, got = side_rows(stage, pack=replay, columns=facts)
         if key is _python_key or not any(r["kind"] == "misrouted" for r in got):
             break
         # Spark's JSON path and Python's json disagree on some line's name server (for

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -21,9 +22,9 @@ from .._errors import InvariantViolation
 from ._schema import TABLES, Emitted, Row, arrow_batch, arrow_schema
 
 __all__ = ["CHANGE_COLUMNS", "CONTRIB_COLUMNS", "KILL_WORKER_ENV", "PIECE_CHANGES",
-           "PIECE_REST", "READ_DDL", "SESSION_ENDS", "WIDE_DDL", "Replayed", "Step", "packed",
-           "python_step", "rows_of", "side_rows", "tag_rows", "to_batches", "unpack_step",
-           "wide_schema"]
+           "PIECE_REST", "READ_DDL", "REPLAY_JOB", "SESSION_ENDS", "WIDE_DDL", "Replayed",
+           "Step", "packed", "python_step", "replay_job", "rows_of", "side_rows", "tag_rows",
+           "to_batches", "unpack_step", "wide_schema"]
 
 #: A `mapInArrow` function: Arrow batches in, Arrow batches out.
 Step = Callable[[Iterable[Any]], Iterator[Any]]
@@ -116,7 +117,7 @@ def _killing_once(batches: Iterator[Any], marker: str | None) -> Iterator[Any]:
 #: Kinds of row that are not table rows: a read's accepted lines and misrouted line
 #: (``_read_replay.LINE``, ``MISROUTED``), a read task's ``stats`` and ``counts``. Their
 #: kind is their own, with no ``tbl``.
-_KINDS = frozenset({"line", "misrouted", "stats", "counts"})
+_KINDS = frozenset({"line", "misrouted", "stats", "counts", "segment"})
 
 
 def tag_rows(emitted: Iterable[Emitted]) -> Iterator[Row]:
@@ -280,3 +281,25 @@ class Replayed:
     gaps: tuple[str, ...]
     partitions: Mapping[str, int]
     read_tasks: int
+
+
+#: The description of the jobs whose tasks read and replay journals (Spark's event log and
+#: UI show it; ``benchmarks/task_metrics.py`` finds the replay tasks by it).
+REPLAY_JOB = "routing: read and replay"
+
+
+@contextmanager
+def replay_job(spark: Any) -> Iterator[None]:
+    """Jobs started inside are described as `REPLAY_JOB` (a property of this thread; on
+    Spark Connect, which has no SparkContext here, nothing). O(1)."""
+    from ._session import is_connect
+
+    if is_connect(spark):
+        yield
+        return
+    context = spark.sparkContext
+    context.setJobDescription(REPLAY_JOB)
+    try:
+        yield
+    finally:
+        context.setJobDescription(None)
