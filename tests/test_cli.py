@@ -34,3 +34,14 @@ def test_scripted_demo_shows_expiry_at_the_first_scan_after_the_boundary():
     assert "t=155000 ms: expired broker-a#0 10.0.0.1:10911" in result.output
     assert "check_invariants(): ok" in result.output
     assert "payments" in result.output.split("broker-b unregistered")[0]
+
+
+def test_python_dash_m_routing_cli_runs_the_command() -> None:
+    """``python -m routing.cli`` is the ``routing`` command (its help lists the commands)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "routing.cli", "--help"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "analyze" in done.stdout and "watch" in done.stdout
