@@ -134,3 +134,26 @@ def test_simulated_journals_spilled_to_a_given_folder(tmp_path: Path,
     assert expected["route_changes"] and got["route_changes"] == sort_rows(
         TABLES["route_changes"], expected["route_changes"])
     assert not list(spill.iterdir())  # the spill folder is removed
+
+
+def test_dicts_keep_every_row_spilled_or_not() -> None:
+    store = TableStore(limit=2)
+    rows = [{"ns": "n", "first_ms": i, "last_ms": i, "records": i, "restarts": 0, "gaps": 0,
+             "rejected": 0} for i in (3, 1, 2, 0, 4)]
+    store.extend("name_servers", rows)
+    assert store.count("name_servers") == 5 and len(store.rows["name_servers"]) == 1
+    assert sorted(r["first_ms"] for r in store.dicts("name_servers")) == [0, 1, 2, 3, 4]
+    assert store.tables()["name_servers"] == sort_rows(TABLES["name_servers"], rows)
+
+
+def test_route_texts_stay_on_disk_not_in_the_pool() -> None:
+    store = TableStore()
+    texts = [f'{{"brokerDatas":[{i}]}}' for i in range(50)]
+    for i, text in enumerate(texts):
+        store.add("route_changes", {
+            "ns": "ns-0", "topic": "T", "at_ms": i, "seq": i, "present": True,
+            "groups": ["a"], "read_queue_count": 1, "writable_queue_count": 1,
+            "producer_writable_queue_count": 1, "digest": f"{i:016x}", "route_json": text})
+    assert not any(isinstance(v, str) and v.startswith("{") for v in store._pool)
+    assert len(store.texts) == 50
+    assert [r["route_json"] for r in store.tables()["route_changes"]] == texts

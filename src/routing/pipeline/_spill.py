@@ -106,6 +106,12 @@ class SortedRuns:
         self.runs.append(path)
         self.buffer = []
 
+    def __iter__(self) -> Iterator[Any]:
+        """Every row added, runs first (each sorted), then the buffer; keeps them."""
+        for path in self.runs:
+            yield from _read_run(path, keep=True)
+        yield from list(self.buffer)
+
     def sorted(self) -> Iterator[Any]:
         """Every row added, in ``key`` order; empties this (read once). With no run on
         disk, the buffer sorted in place."""
@@ -118,8 +124,9 @@ class SortedRuns:
         yield from heapq.merge(*(_read_run(p) for p in runs), buffer, key=self.key)
 
 
-def _read_run(path: Path) -> Iterator[Any]:
-    """The rows of one run, a block at a time; the file is removed once read."""
+def _read_run(path: Path, *, keep: bool = False) -> Iterator[Any]:
+    """The rows of one run, a block at a time; the file is removed once read (unless
+    ``keep``)."""
     try:
         with open(path, "rb") as f:
             while True:
@@ -129,7 +136,8 @@ def _read_run(path: Path) -> Iterator[Any]:
                     break
                 yield from block
     finally:
-        path.unlink(missing_ok=True)
+        if not keep:
+            path.unlink(missing_ok=True)
 
 
 class RouteTexts:

@@ -49,8 +49,10 @@ POOL_MAX = 200_000
 #: grow with the journal and the summary only counts them.
 LAZY = frozenset({"route_changes", "routes_at"})
 
-#: Columns whose values are mostly distinct: not worth interning.
-_UNIQUE = frozenset({("rejected", "text"), ("rejected", "line"), ("rejected", "seq")})
+#: Columns not interned: mostly distinct values, or (``route_json``) kept on disk once
+#: per distinct text by `RouteTexts` instead (interned, every distinct text stayed in memory).
+_UNIQUE = frozenset({("rejected", "text"), ("rejected", "line"), ("rejected", "seq"),
+                     ("route_changes", "route_json")})
 
 
 def _full_key(table: Table, text: Callable[[Any], Any] | None = None
@@ -186,6 +188,13 @@ class TableStore:
     def extend(self, table: str, rows: Iterator[Row] | list[Row]) -> None:
         for row in rows:
             self.add(table, row)
+
+    def dicts(self, table: str) -> Iterator[Row]:
+        """Every stored row of ``table`` as a dict, kept (spilled runs first, each sorted,
+        then the rows in memory in the order added; route texts as handles). O(rows),
+        memory a block."""
+        for row in self._runs[table]:
+            yield from self._dicts(table, (row,))
 
     def sorted_rows(self, table: str) -> Iterator[Values]:
         """The rows of ``table`` in `sort_rows`'s order, route texts in place of their
