@@ -101,7 +101,7 @@ def test_a_store_that_spills_equals_one_that_does_not(
     expected = analyze_local(journals, at=(20_000, 150_000))
     with monkeypatch.context() as m:  # every table and the sweep's changes spilled often
         m.setattr(_reference, "SPILL_ROWS", limit)
-        m.setattr(_reference, "TableStore", lambda: TableStore(limit=limit))
+        m.setattr(_reference, "TableStore", lambda **kw: TableStore(limit=limit, **kw))
         assert analyze_local(journals, at=(20_000, 150_000)) == expected
         out = tmp_path_factory.mktemp("spilled")
         collected = analyze_local_to(out, journals, at=(20_000, 150_000))
@@ -157,3 +157,16 @@ def test_route_texts_stay_on_disk_not_in_the_pool() -> None:
     assert not any(isinstance(v, str) and v.startswith("{") for v in store._pool)
     assert len(store.texts) == 50
     assert [r["route_json"] for r in store.tables()["route_changes"]] == texts
+
+
+def test_a_failing_strict_run_leaves_no_folder_behind(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    journals = tmp_path / "journals"
+    simulate(SimConfig(groups=3, slaves=1, nameservers=2, duration_ms=600_000, seed=3,
+                       faults="heavy"), out_dir=journals)
+    bad = journals / "ns-0.jsonl"
+    bad.write_text(bad.read_text() + "not json\n")
+    monkeypatch.setattr(_reference, "SPILL_ROWS", 2)  # the sweep's changes spill at once
+    with pytest.raises(RoutingError, match="rejected"):
+        analyze_local_to(tmp_path / "out", journals, strict=True)
+    assert not (tmp_path / "out").exists()

@@ -30,6 +30,7 @@ the same rows; the differential tests compare them row for row.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
@@ -86,12 +87,21 @@ def analyze_local_to(out_dir: str | os.PathLike[str], sources: Sources, *,
     `_store.ParquetRows`: read back from their file when iterated). ``before_writing`` is
     called once the analysis is done (the CLI's progress step). Cost: `analyze_local`'s,
     plus O(rows) to write; memory O(state + bounded buffers), whatever the journal's length:
-    rows past `_store.SPILL_ROWS` a table are spilled to disk and merged as they are
-    written."""
-    store = _analyze_into(TableStore(), sources, at=at, strict=strict)
+    rows past `_store.SPILL_ROWS` a table are spilled to a temporary folder in ``out_dir``
+    (removed at the end) and merged as they are written."""
+    out = Path(out_dir)
+    existed = out.exists()
+    store = TableStore(spill_dir=out)  # spills there (made on first use), not in a tmpfs /tmp
+    try:
+        _analyze_into(store, sources, at=at, strict=strict)
+    except BaseException:  # nothing written: the spill folder, and ``out_dir`` if it is new
+        store.close()
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     if before_writing is not None:
         before_writing()
-    return store.write(Path(out_dir))
+    return store.write(out)
 
 
 #: A route change as the sweep's spill keeps it: (topic, at_ms, ns, seq, present, digest,

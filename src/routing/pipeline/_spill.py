@@ -41,7 +41,8 @@ Handle = tuple[int, int]
 
 
 class SpillFolder:
-    """A temporary folder, made on first use, removed by `close` (or when collected)."""
+    """A temporary folder in ``parent`` (made too if need be; default: the system's
+    temporary folder), made on first use, removed by `close` (or when collected)."""
 
     def __init__(self, parent: str | os.PathLike[str] | None = None) -> None:
         self._parent = parent
@@ -51,6 +52,8 @@ class SpillFolder:
     def new_file(self, prefix: str) -> Path:
         """A fresh file name in the folder (made now if need be)."""
         if self._path is None:
+            if self._parent is not None:
+                Path(self._parent).mkdir(parents=True, exist_ok=True)
             self._path = Path(tempfile.mkdtemp(prefix="routing-spill-", dir=self._parent))
             weakref.finalize(self, shutil.rmtree, self._path, True)
         self._count += 1
