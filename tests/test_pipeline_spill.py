@@ -170,3 +170,14 @@ def test_a_failing_strict_run_leaves_no_folder_behind(tmp_path: Path,
     with pytest.raises(RoutingError, match="rejected"):
         analyze_local_to(tmp_path / "out", journals, strict=True)
     assert not (tmp_path / "out").exists()
+
+
+def test_route_texts_forget_keys_past_their_bound(tmp_path: Path) -> None:
+    folder = SpillFolder(tmp_path)
+    texts = RouteTexts(folder, max_keys=2)
+    handles = [texts.put(k, f"text {k}") for k in ("a", "b", "c", "a")]
+    assert len(texts) == 2  # "a" and "b" forgotten at "c"; "a" written again
+    assert handles[3] != handles[0]
+    assert [texts.get(h) for h in handles] == ["text a", "text b", "text c", "text a"]
+    texts.close()
+    folder.close()

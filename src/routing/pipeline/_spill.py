@@ -148,11 +148,13 @@ class RouteTexts:
 
     `put` keeps a text under its key (the route's digest: equal routes, equal digests)
     and returns its `Handle`; `get` reads it back (remembered while the remembered texts
-    hold at most ``cache_chars`` characters). Memory: one handle per distinct key, plus
+    hold at most ``cache_chars`` characters). Memory: at most ``max_keys`` handles, plus
     the cache."""
 
-    def __init__(self, folder: SpillFolder, *, cache_chars: int = 4 << 20) -> None:
+    def __init__(self, folder: SpillFolder, *, cache_chars: int = 4 << 20,
+                 max_keys: int = 65_536) -> None:
         self._folder = folder
+        self._max_keys = max_keys
         self._handles: dict[Any, Handle] = {}
         self._file: Any = None
         self._fd = -1
@@ -162,9 +164,13 @@ class RouteTexts:
         self._cache_chars = cache_chars
 
     def put(self, key: Any, text: str) -> Handle:
-        """The handle of ``text`` stored under ``key`` (written now if the key is new)."""
+        """The handle of ``text`` stored under ``key`` (written now if the key is new).
+        Keys are remembered up to ``max_keys``, then forgotten at once (a text met again
+        is written again: disk, not memory, grows)."""
         handle = self._handles.get(key)
         if handle is None:
+            if len(self._handles) >= self._max_keys:
+                self._handles.clear()
             if self._file is None:
                 self._file = open(self._folder.new_file("routes"), "w+b")  # noqa: SIM115
                 self._fd = self._file.fileno()

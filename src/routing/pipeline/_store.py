@@ -43,7 +43,7 @@ BATCH_ROWS = (64, 65_536)
 SPILL_ROWS = 65_536
 
 #: Distinct values `TableStore` interns before it empties its pool and starts again.
-POOL_MAX = 200_000
+POOL_MAX = 32_768
 
 #: The tables `TableStore.write` returns as `ParquetRows` (read back when iterated): they
 #: grow with the journal and the summary only counts them.
