@@ -8,7 +8,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ def _check_pyarrow() -> None:
             "pip install pyarrow (or 'rocketmq-routing[spark]', which has it)") from None
 
 
-def _outputs(out: Path, summary: Summary, rows: dict[str, list[dict[str, Any]]],
+def _outputs(out: Path, summary: Summary, rows: Mapping[str, Sequence[dict[str, Any]]],
              console: Console, *, report: bool, summary_json: str | None,
              title: str = "routing analyze") -> None:
     if summary_json is not None:

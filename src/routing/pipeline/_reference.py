@@ -30,12 +30,14 @@ the same rows; the differential tests compare them row for row.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from ._answers import Change, Contribution, answer_of_change
+from ._answers import Answer, Change, Contribution
 from ._availability import session_removals
 from ._errors import RejectedRecords
 from ._files import Sources, lines_of
@@ -49,7 +51,8 @@ from ._read_replay import (
     rejected_counts,
 )
 from ._schema import TABLES, Row, sort_rows
-from ._store import TableStore
+from ._spill import SortedRuns
+from ._store import SPILL_ROWS, TableStore
 from ._sweep import sweep_changes, sweep_topic
 
 __all__ = ["analyze_local", "analyze_local_to", "analyze_partitioned", "check_strict",
@@ -65,8 +68,9 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
     ``{name: lines}`` or decoded journal entries. ``at`` are the times (ms) for
     ``routes_at``. ``strict`` raises `RejectedRecords` when any line was set aside or a
     sequence number is missing. Cost: O(lines) time, about 9 µs a record on a simulator
-    journal (``docs/performance.md``); memory: the rows (compact until the end, see
-    ``_store.py``), plus one manager per name server while it is replayed.
+    journal (``docs/performance.md``); memory: the returned rows, plus one manager per name
+    server while it is replayed (the rows are compact and spilled to disk until the end,
+    see ``_store.py``).
     """
     return _analyze_into(TableStore(), sources, at=at, strict=strict).tables()
 
@@ -74,46 +78,82 @@ def analyze_local(sources: Sources, *, at: Sequence[int] = (),
 def analyze_local_to(out_dir: str | os.PathLike[str], sources: Sources, *,
                      at: Sequence[int] = (), strict: bool = False,
                      before_writing: Callable[[], object] | None = None
-                     ) -> dict[str, list[Row]]:
+                     ) -> dict[str, Sequence[Row]]:
     """`analyze_local`, writing every table as Parquet into ``out_dir`` (one
     ``<table>/part-00000.parquet`` each, the rows of `analyze_local`) from compact rows,
     table by table, instead of returning them: what ``routing analyze --local`` runs.
     Returns only the rows the summary and the report use (`SUMMARY_COLUMNS`, plus
     ``rejected_groups``: rejected lines counted by file and reason), the shape
-    `Analysis.summary_rows` gives for Spark. ``before_writing`` is called once the analysis
-    is done (the CLI's progress step). Cost: `analyze_local`'s, plus O(rows) to write;
-    memory: the compact rows, released table by table as they are written."""
-    store = _analyze_into(TableStore(), sources, at=at, strict=strict)
+    `Analysis.summary_rows` gives for Spark (``route_changes`` and ``routes_at`` as
+    `_store.ParquetRows`: read back from their file when iterated). ``before_writing`` is
+    called once the analysis is done (the CLI's progress step). Cost: `analyze_local`'s,
+    plus O(rows) to write; memory O(state + bounded buffers), whatever the journal's length:
+    rows past `_store.SPILL_ROWS` a table are spilled to a temporary folder in ``out_dir``
+    (removed at the end) and merged as they are written."""
+    out = Path(out_dir)
+    existed = out.exists()
+    store = TableStore(spill_dir=out)  # spills there (made on first use), not in a tmpfs /tmp
+    try:
+        _analyze_into(store, sources, at=at, strict=strict)
+    except BaseException:  # nothing written: the spill folder, and ``out_dir`` if it is new
+        store.close()
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     if before_writing is not None:
         before_writing()
-    return store.write(Path(out_dir))
+    return store.write(out)
 
 
-_SWEEP_ORDER = itemgetter(0, 1, 2)  # of a `Change`: (at_ms, ns, seq)
+#: A route change as the sweep's spill keeps it: (topic, at_ms, ns, seq, present, digest,
+#: groups, read, writable and producer-writable queue counts); sorted by its first four.
+_SWEEP_ORDER = itemgetter(0, 1, 2, 3)
+
+
+#: A `Change` (at_ms, ns, seq, answer) in the sweep's order.
+_CHANGE_ORDER = itemgetter(0, 1, 2)
+
+
+def _answer(item: tuple[Any, ...]) -> Change:
+    """The sweep's `Change` of a spilled route change (its answer without route text)."""
+    _topic, at, ns, seq, present, digest, groups, read, writable, producer = item
+    return (at, ns, seq, Answer(present=present, since_ms=at, digest=digest, groups=groups,
+                                read_queue_count=read, writable_queue_count=writable,
+                                producer_writable_queue_count=producer, route_json=None))
 
 
 def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
                   strict: bool) -> TableStore:
-    """Read, replay and sweep ``sources`` into ``out`` (see `analyze_local`)."""
+    """Read, replay and sweep ``sources`` into ``out`` (see `analyze_local`). Memory
+    O(state): the rows and the sweep's route changes go to ``out``'s bounded buffers and
+    spill to disk (``_spill.py``); the sweep reads the changes back topic by topic."""
     notes: list[Row] = []  # whole files skipped, empty or cut short
     loop = ReadReplay()
-    changes: dict[str, list[Change]] = {}  # by topic, for the sweep
-    groups: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple per distinct group list
+    # the sweep's input: its answers, not their route texts, sorted by topic then time
+    changes = SortedRuns(_SWEEP_ORDER, out.folder, limit=SPILL_ROWS, name="changes")
+    removals: set[tuple[str, str, int]] = set()  # sessions ended before their journal
     rejected: list[Row] = []  # also kept as dicts: --strict
     intern = out.intern
     for table, row in loop.run(lines_of(sources, notes)):  # read and replay
         out.add(table, row)
-        if table == "route_changes":  # the sweep keeps its answer, not its route text
-            names = tuple(row["groups"])
-            answer = answer_of_change(row, groups=groups.setdefault(names, names))
-            changes.setdefault(intern(row["topic"]), []).append((
-                row["at_ms"], intern(row["ns"]), row["seq"], answer))
-        elif table == "rejected":
+        if table == "route_changes":
+            changes.add((intern(row["topic"]), row["at_ms"], intern(row["ns"]), row["seq"],
+                         row["present"], intern(row["digest"]), intern(row["groups"]),
+                         row["read_queue_count"], row["writable_queue_count"],
+                         row["producer_writable_queue_count"]))
+        elif table == "sessions":
+            removals.update(session_removals((row,)))
+        elif table == "rejected" and strict:
             rejected.append(row)
     out.extend("rejected", notes)
     rejected.extend(notes)
     stats = loop.reading.stats
-    sweep_into(out, changes, {ns: (s.first_ms, s.last_ms) for ns, s in stats.items()}, at)
+    spans = {ns: (s.first_ms, s.last_ms) for ns, s in stats.items()}
+    ended = frozenset(removals)
+    for topic, items in groupby(changes.sorted(), key=itemgetter(0)):  # sweep, by topic
+        for table, row in sweep_changes(topic, map(_answer, items), spans, at,
+                                        removals=ended):
+            out.add(table, row)
     out.extend("name_servers", name_server_rows(stats.values(), loop.rejected))
     if strict:
         check_strict(rejected, stats.values())
@@ -128,7 +168,7 @@ def sweep_into(out: TableStore, changes: dict[str, list[Change]],
     removals = session_removals(out.dicts("sessions"))
     for topic in sorted(changes):
         items = changes.pop(topic)  # swept, then released
-        items.sort(key=_SWEEP_ORDER)  # (at_ms, ns, seq): one change per record and topic
+        items.sort(key=_CHANGE_ORDER)  # (at_ms, ns, seq): one change per record and topic
         for table, row in sweep_changes(topic, items, spans, at, removals=removals):
             out.add(table, row)
 
