@@ -160,3 +160,59 @@ def test_an_interrupted_live_run_leaves_complete_files(tmp_path: Path) -> None:
     for ns in whole.nameserver_ids:
         text = "".join(p.read_text() for p in rotated_files(tmp_path, ns))
         assert text and whole.journal_texts[ns].startswith(text)
+
+
+def test_wall_times_stamp_the_journals_from_the_run_start_and_change_nothing_else(
+        tmp_path: Path) -> None:
+    """``LivePacing(wall_times=True)`` (``routing simulate --live``'s default): every
+    journal time — ``ts``, and the times inside snapshots — is the simulated time plus the
+    wall clock's ms at the start; files, sequence numbers, every other field, the replay's
+    tables and the simulation's own summary are those of the run on simulated times."""
+    def run(folder: Path, wall_times: bool) -> tuple[r.ManualClock, object]:
+        wall = r.ManualClock(start_ms=WALL0)
+        return wall, simulate(CONFIG, out_dir=folder, live=LivePacing(
+            speed=60, clock=wall, sleep=wall.advance, wall_times=wall_times))
+
+    _, sim = run(tmp_path / "sim", False)
+    wall, stamped = run(tmp_path / "wall", True)
+    assert wall.now_ms() - WALL0 == CONFIG.duration_ms // 60
+    assert _names(tmp_path / "wall") == _names(tmp_path / "sim")
+    a, b = sim.read_journals(), stamped.read_journals()  # type: ignore[attr-defined]
+    assert a.ok and b.ok and len(a.records) == len(b.records)
+    assert min(e.at_ms for e in b.records) >= WALL0
+    for x, y in zip(a.records, b.records, strict=True):
+        assert (y.seq, y.op, y.at_ms) == (x.seq, x.op, x.at_ms + WALL0)
+    first = json.loads((tmp_path / "wall" / _names(tmp_path / "wall")[0]).read_text()
+                       .splitlines()[0])
+    assert first["ts"] >= WALL0
+    assert stamped.faults == sim.faults  # type: ignore[attr-defined]
+    assert stamped.route_timeline == sim.route_timeline  # type: ignore[attr-defined]
+    # the replays agree once journal time is shifted back: same route changes, same
+    # disagreement windows (durations unchanged)
+    want, got = _tables(tmp_path / "sim", 0), _tables(tmp_path / "wall", WALL0)
+    assert want[0] and want == got
+
+
+def _tables(folder: Path, offset: int) -> tuple[list[tuple[object, ...]], ...]:
+    from routing.pipeline import analyze_local
+    tables = analyze_local(folder)
+    return ([(c["ns"], c["topic"], c["at_ms"] - offset, c["digest"])
+             for c in tables["route_changes"]],
+            [(d["topic"], d["start_ms"] - offset, d["duration_ms"])
+             for d in tables["disagreement"]])
+
+
+def test_the_cli_stamps_live_journals_on_the_wall_clock_unless_told_not_to(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[LivePacing] = []
+
+    def fake(config: SimConfig, **kwargs: object) -> object:
+        seen.append(kwargs["live"])  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("routing.cli._simulate.simulate", fake)
+    for flags, want in (([], True), (["--sim-times"], False)):
+        got = CliRunner().invoke(main, ["simulate", "--live", "--out", str(tmp_path),
+                                        "--no-progress", *flags])
+        assert got.exit_code == 130, got.output
+        assert seen[-1].wall_times is want

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline_scenarios import bad_folder, damage, operations, play
+from routing import ManualClock
 from routing.cli._analyze import analyze_command
 from routing.pipeline import (
     RejectedRecords,
@@ -37,7 +38,7 @@ from routing.pipeline._session import default_master
 from routing.pipeline._spark_lines import read_lines
 from routing.pipeline._spark_rows import KILL_WORKER_ENV
 from routing.pipeline._summary import summarize_analysis, summarize_rows
-from routing.sim import SimConfig, simulate
+from routing.sim import LivePacing, SimConfig, simulate
 
 pytestmark = pytest.mark.spark
 
@@ -255,8 +256,11 @@ def test_the_demo_simulates_analyzes_prints_and_draws(spark: Any, tmp_path: Path
     config = SimConfig(groups=3, slaves=1, nameservers=2, duration_ms=1_200_000, seed=5,
                        faults="heavy")
     partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    wall = ManualClock(start_ms=1_700_000_000_000)  # the live part without real sleeps
     try:
-        run_demo(tmp_path, config=config, console=Console(file=out, width=150))
+        run_demo(tmp_path, config=config, console=Console(file=out, width=150),
+                 live_pacing=LivePacing(speed=60, clock=wall, sleep=wall.advance,
+                                        wall_times=True))
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", partitions)
     text = out.getvalue()
@@ -269,6 +273,11 @@ def test_the_demo_simulates_analyzes_prints_and_draws(spark: Any, tmp_path: Path
         got = pq.read_table(tmp_path / "tables" / name).to_pylist()
         assert sort_rows(TABLES[name], got) == expected[name], name
     assert spark.range(3).count() == 3  # the shared session was not stopped
+    # the live part: every expiry of its journals delivered as an incident, and printed
+    live = analyze_local(tmp_path / "live" / "journals")
+    assert live["expiries"] and min(r["detected_ms"] for r in live["expiries"]) > 1.7e12
+    assert f"broker_expired {len(live['expiries'])}" in text
+    assert "broker_expired" in text.split("watched as the files appear")[1].split("\nlive: ")[0]
 
 
 def test_the_session_is_set_up_as_the_notes_require(spark: Any) -> None:

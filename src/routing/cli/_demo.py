@@ -93,7 +93,10 @@ def scripted_scenario(console: Console) -> r.RouteInfoManager:
               help="Spark master URL (default: embedded local Spark).")
 @click.option("--scripted", is_flag=True,
               help="Run the short Spark-free scenario on a manual clock instead.")
-def demo_command(out_dir: Path, master: str | None, scripted: bool) -> None:
+@click.option("--live/--no-live", default=True, show_default=True,
+              help="Then watch a live simulation for about 25 s (routing simulate --live "
+                   "and routing watch on OUT/live), printing its incidents.")
+def demo_command(out_dir: Path, master: str | None, scripted: bool, live: bool) -> None:
     """Simulate a cluster, analyze its journals on Spark, print a summary, draw a timeline."""
     console = Console()
     if scripted:
@@ -105,4 +108,4 @@ def demo_command(out_dir: Path, master: str | None, scripted: bool) -> None:
         raise click.ClickException(
             f"the full demo needs the spark extra ({exc}); try `routing demo --scripted`"
         ) from exc
-    run_demo(out_dir, master=master)
+    run_demo(out_dir, master=master, live=live)

@@ -25,8 +25,9 @@ from ..pipeline import (
     summarize_rows,
     write_report,
 )
-from ..sim import SimConfig, simulate
+from ..sim import LivePacing, SimConfig, simulate
 from ._analyze import _stdout_console
+from ._demo_live import run_live_demo
 from ._progress import spark_progress
 
 __all__ = ["DEMO_CONFIG", "run_demo"]
@@ -37,9 +38,12 @@ DEMO_CONFIG = SimConfig(groups=30, slaves=1, nameservers=3, duration_ms=6 * 3_60
 
 
 def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | None = None,
-             console: Any = None) -> None:
+             console: Any = None, live: bool = True, live_pacing: LivePacing | None = None
+             ) -> None:
     """Run the whole chain; everything goes under ``out_dir``:
-    ``journals/`` (JSON Lines), ``tables/`` (Parquet), ``report.html``, ``timeline.png``.
+    ``journals/`` (JSON Lines), ``tables/`` (Parquet), ``report.html``, ``timeline.png``;
+    then, with ``live``, the live part (``_demo_live``: ``live/``, about 25 s on the same
+    session; ``live_pacing`` as `run_live_demo`'s ``pacing``).
     Progress goes to stderr (or to ``console`` when one is given), the summary to stdout.
 
     ``master`` defaults to ``$SPARK_MASTER`` or the embedded ``local[*]``. Raises
@@ -104,6 +108,8 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
         console.print(f"analyzed in {time.monotonic() - started:.1f} s "
                       f"({lines / max(1e-9, time.monotonic() - started):,.0f} lines/s)")
         analysis.unpersist()
+        if live:
+            run_live_demo(spark, out_dir, console, pacing=live_pacing)
     finally:
         if owned:
             stop_session(spark)

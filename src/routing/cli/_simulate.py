@@ -171,6 +171,9 @@ def _write_summary(path: Path, result: SimResult) -> None:
                    "as it goes: live data for `routing watch` and `make demo`.")
 @click.option("--speed", type=float, default=60.0, show_default=True,
               help="With --live: simulated seconds per real second (60: an hour a minute).")
+@click.option("--wall-times/--sim-times", "wall_times", default=True, show_default=True,
+              help="With --live: journal times start at the wall clock's now (+ simulated "
+                   "time), as `routing serve --journal` writes them; --sim-times: from 0.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--topics", "per_topic", is_flag=True,
               help="Also print how long the name servers disagreed about each affected topic.")
@@ -180,7 +183,8 @@ def simulate_command(groups: int, slaves: int, nameservers: int, duration: int,
                      faults: str, fault_interval: int | None, seed: int, clients: int,
                      loss: float, acting_master: bool, out: Path | None, compress: bool,
                      snapshot_every: int | None, rotate_every: int | None,
-                     rotate_bytes: int | None, live: bool, speed: float, as_json: bool,
+                     rotate_bytes: int | None, live: bool, speed: float, wall_times: bool,
+                     as_json: bool,
                      per_topic: bool, show_progress: bool) -> None:
     """Simulate name servers, brokers and clients under faults, deterministically.
 
@@ -194,7 +198,7 @@ def simulate_command(groups: int, slaves: int, nameservers: int, duration: int,
                            acting_master=acting_master, snapshot_every_ms=snapshot_every,
                            routing=attrs.evolve(SimConfig().routing,
                                                 support_acting_master=acting_master))
-        pacing = LivePacing(speed=speed) if live else None
+        pacing = LivePacing(speed=speed, wall_times=wall_times) if live else None
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     for flag, given in (("--live", live), ("--rotate-every", rotate_every),

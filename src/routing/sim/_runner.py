@@ -20,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from .._clock import ManualClock
+from .._clock import Clock, ManualClock
 from .._frozen import FrozenMap
 from .._manager import RouteInfoManager
 from .._messages import BrokerMemberGroup, RegisterResult, RouteChange, VersionAnswer
@@ -48,7 +48,7 @@ from ._faults import (
     plan_faults,
 )
 from ._inject import FaultInjection
-from ._live import LivePacing, Pacer
+from ._live import LivePacing, OffsetClock, Pacer
 from ._model import FaultRecord, NsChange, SimResult, SimStats
 from ._nodes import QUEUES_PER_TOPIC, Client, Group, NameServer, Proc
 
@@ -77,6 +77,10 @@ class Simulation(FaultInjection):
                                           else rotate_every_ms)
         self._files: dict[str, list[Path]] = {}
         self.clock = ManualClock(start_ms=0)
+        #: The name servers' clock: `clock`, or with live ``wall_times`` the same read
+        #: ``ts_offset_ms`` later (set when the run starts); journal ``ts`` come from it.
+        self.ns_clock: Clock = self.clock
+        self.ts_offset_ms = 0
         self._heap: list[tuple[int, int, Callable[[Any], None], Any]] = []
         self._seq = 0
         self._net = random.Random(f"{config.seed}:net")
@@ -167,6 +171,9 @@ class Simulation(FaultInjection):
         events = 0
         if pacer is not None:
             pacer.start(clock.now_ms())
+            if pacer.pacing.wall_times:
+                self.ts_offset_ms = pacer.anchor_ms
+                self.ns_clock = OffsetClock(clock, pacer.anchor_ms)
         try:
             while heap and heap[0][0] <= end:
                 at, _, fn, arg = pop(heap)
@@ -196,7 +203,7 @@ class Simulation(FaultInjection):
     def _ns_start(self, ns: NameServer) -> None:
         now = self.clock.now_ms()
         cfg = self.config
-        manager = RouteInfoManager(clock=self.clock, config=cfg.routing,
+        manager = RouteInfoManager(clock=self.ns_clock, config=cfg.routing,
                                    listener=lambda change: self._on_change(ns, change))
         if ns.recorder is None:
             ns.recorder = JournalRecorder(manager, ns.sink, nameserver_id=ns.id,
@@ -237,9 +244,10 @@ class Simulation(FaultInjection):
         self._changes.append(NsChange(nameserver_id=ns.id, change=change))
         if not change.changed_topics:
             return
-        if change.at_ms >= ns.ready_at:
+        at = change.at_ms - self.ts_offset_ms  # simulated time
+        if at >= ns.ready_at:
             for topic in sorted(change.changed_topics):
-                self._note_route(ns, topic, change.at_ms)
+                self._note_route(ns, topic, at)
         else:  # not serving yet: `_ns_ready` reads every known topic when the gate opens
             for topic in change.changed_topics:
                 if topic not in self._timeline:
