@@ -430,3 +430,34 @@ def test_the_cli_copies_to_parquet_once_and_refuses_an_existing_folder(
     assert again.exit_code == 1
     assert f"--to-parquet {copy} already exists" in again.output
     assert "Traceback" not in again.output
+
+
+def test_summary_rows_read_the_long_tables_back_from_the_written_files(
+        spark: Any, sim_dir: Path, tmp_path: Path) -> None:
+    """With the folder `Analysis.write` wrote, ``route_changes`` and ``routes_at`` come back
+    as rows read from their Parquet files (not fetched whole to the driver), equal to the
+    fetched rows; every other table is fetched as before; a folder that is not there
+    (a URI, a table never written) falls back to fetching."""
+    from routing.pipeline import analyze
+    from routing.pipeline._spark_tables import READ_BACK
+    from routing.pipeline._store import ParquetRows
+    from routing.pipeline._summary import summarize_rows
+
+    analysis = analyze(spark, [str(sim_dir)], at=[600_000])
+    try:
+        analysis.write(str(tmp_path / "out"))
+        fetched = analysis.summary_rows()
+        read_back = analysis.summary_rows(written=tmp_path / "out")
+        elsewhere = analysis.summary_rows(written="s3a://bucket/out")
+    finally:
+        analysis.unpersist()
+    assert set(fetched) == set(read_back) == set(elsewhere)
+    for name, rows in read_back.items():
+        assert isinstance(rows, ParquetRows) == (name in READ_BACK), name
+        assert not isinstance(elsewhere[name], ParquetRows), name
+
+        def key(row: dict[str, Any]) -> str:
+            return repr(sorted(row.items()))
+        assert sorted(rows, key=key) == sorted(fetched[name], key=key), name
+    assert len(read_back["route_changes"]) == len(fetched["route_changes"]) > 0
+    assert summarize_rows(read_back) == summarize_rows(fetched)

@@ -274,7 +274,7 @@ def _run_spark(spark: Any, console: Console, err: Console, master: str,
         say(f"writing Parquet to {out_dir}")
         analysis.write(out_dir)
         say("summarising")
-        rows = analysis.summary_rows()
+        rows = analysis.summary_rows(written=out_dir)
         summary = summarize_rows(rows, gap_ms=incident_gap)
     render_summary(summary, console, title=f"routing analyze on {master}")
     console.print(f"tables: {out_dir} ({time.monotonic() - started:.1f} s on {master}, "

@@ -91,7 +91,7 @@ def run_demo(out_dir: Path, *, master: str | None = None, config: SimConfig | No
             say(f"writing Parquet to {tables_dir}")
             analysis.write(str(tables_dir))
             say("summarising")
-            rows = analysis.summary_rows()
+            rows = analysis.summary_rows(written=tables_dir)
             summary = summarize_rows(rows)
             say("drawing the report")
             png = draw_timeline(rows["sessions"], rows["disagreement"], rows["name_servers"],
