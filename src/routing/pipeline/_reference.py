@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from ._answers import Answer, Change, Contribution
-from ._availability import session_removals
+from ._availability import Removals, session_removals
 from ._errors import RejectedRecords
 from ._files import Sources, lines_of
 from ._groups import ComponentLine, component_count, components, replay_components
@@ -149,11 +149,9 @@ def _analyze_into(out: TableStore, sources: Sources, *, at: Sequence[int],
     rejected.extend(notes)
     stats = loop.reading.stats
     spans = {ns: (s.first_ms, s.last_ms) for ns, s in stats.items()}
-    ended = frozenset(removals)
-    for topic, items in groupby(changes.sorted(), key=itemgetter(0)):  # sweep, by topic
-        for table, row in sweep_changes(topic, map(_answer, items), spans, at,
-                                        removals=ended):
-            out.add(table, row)
+    by_topic = groupby(changes.sorted(), key=itemgetter(0))  # spilled, sorted by topic
+    _sweep_topics(out, ((topic, map(_answer, items)) for topic, items in by_topic), spans,
+                  at, frozenset(removals))
     out.extend("name_servers", name_server_rows(stats.values(), loop.rejected))
     if strict:
         check_strict(rejected, stats.values())
@@ -165,10 +163,21 @@ def sweep_into(out: TableStore, changes: dict[str, list[Change]],
     """The sweep stage: each topic's ``changes`` (emptied as they are swept) into ``out``'s
     ``routes_at``, ``disagreement``, ``disagreement_totals`` and ``availability``, with
     ``out``'s ``sessions`` telling removals from deletions. O(changes log changes)."""
-    removals = session_removals(out.dicts("sessions"))
-    for topic in sorted(changes):
-        items = changes.pop(topic)  # swept, then released
-        items.sort(key=_CHANGE_ORDER)  # (at_ms, ns, seq): one change per record and topic
+    def by_topic() -> Iterator[tuple[str, Iterable[Change]]]:
+        for topic in sorted(changes):
+            items = changes.pop(topic)  # swept, then released
+            items.sort(key=_CHANGE_ORDER)  # (at_ms, ns, seq): one change per record, topic
+            yield topic, items
+
+    _sweep_topics(out, by_topic(), spans, at, session_removals(out.dicts("sessions")))
+
+
+def _sweep_topics(out: TableStore, topics: Iterable[tuple[str, Iterable[Change]]],
+                  spans: Mapping[str, tuple[int, int]], at: Sequence[int],
+                  removals: Removals) -> None:
+    """The sweep stage's one loop (`analyze_local`'s and the live watcher's): each topic's
+    changes, in time order, through `sweep_changes` into ``out``. O(changes)."""
+    for topic, items in topics:
         for table, row in sweep_changes(topic, items, spans, at, removals=removals):
             out.add(table, row)
 
