@@ -48,6 +48,7 @@ from ._format import (
     JournalHeader,
     JournalRecord,
     JournalSink,
+    is_gzip,
     open_journal,
     open_journal_bytes,
 )
@@ -71,7 +72,7 @@ from ._rotate import (
     parse_journal_file_name,
     rotated_files,
 )
-from ._segments import segment_starts, snapshot_key
+from ._segments import SNAPSHOT_PREFIX, segment_starts, snapshot_key
 from ._snapshot import JournalSnapshot
 from ._tail import last_seq, last_seq_of_files
 
@@ -96,6 +97,7 @@ __all__ = (
     "JournalSink",
     "JournalSnapshot",
     "SCHEMA_DDL",
+    "SNAPSHOT_PREFIX",
     "QueryDataVersion",
     "Register",
     "RegisterTopic",
@@ -110,6 +112,7 @@ __all__ = (
     "UnregisterMany",
     "WipeWritePerm",
     "finish_open_files",
+    "is_gzip",
     "iter_journal",
     "journal_file_name",
     "last_seq",

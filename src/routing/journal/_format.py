@@ -30,6 +30,7 @@ __all__ = [
     "JournalHeader",
     "JournalRecord",
     "JournalSink",
+    "is_gzip",
     "SCHEMA_DDL",
     "config_from_json",
     "config_to_json",
@@ -142,13 +143,18 @@ class JournalRecord:
 JournalEntry: TypeAlias = JournalHeader | JournalRecord | JournalSnapshot
 
 
+def is_gzip(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at ``path`` starts with gzip's magic bytes (whatever its name): how
+    every journal reader tells a compressed journal. O(1): two bytes read."""
+    with open(path, "rb") as probe:
+        return probe.read(2) == b"\x1f\x8b"
+
+
 def open_journal_bytes(path: str | os.PathLike[str]) -> IO[bytes]:
     """Open a journal file for reading as bytes, decompressed when it starts with gzip's magic
     bytes (whatever its name). The readers split lines on ``\\n`` themselves."""
     name = os.fspath(path)
-    with open(name, "rb") as probe:
-        compressed = probe.read(2) == b"\x1f\x8b"
-    if compressed:  # a GzipFile is a binary file; typeshed does not call it IO[bytes]
+    if is_gzip(name):  # a GzipFile is a binary file; typeshed does not call it IO[bytes]
         return cast(IO[bytes], gzip.GzipFile(name, "rb"))
     return open(name, "rb")
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["segment_starts", "snapshot_key"]
+__all__ = ["SNAPSHOT_PREFIX", "segment_starts", "snapshot_key"]
 
-#: The start of a snapshot line as `JournalRecorder` writes it.
-_SNAPSHOT = re.compile(
+#: The start of a snapshot line as the recorder writes it (groups: name server, seq, ts), a
+#: regular expression; `snapshot_key` matches it on text, the pipeline's byte scan on bytes.
+SNAPSHOT_PREFIX = (
     r'\{"ns":"([^"\\]*)","seq":([1-9][0-9]{0,17}),"ts":(0|[1-9][0-9]{0,17}),"op":"snapshot",')
+_SNAPSHOT = re.compile(SNAPSHOT_PREFIX)
 
 
 def snapshot_key(text: str) -> tuple[str, int, int] | None:

@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Iterable
 
-from ._format import open_journal
+from ._format import is_gzip, open_journal
 
 __all__ = ["last_seq", "last_seq_of_files"]
 
@@ -42,9 +42,7 @@ def last_seq(path: str | os.PathLike[str], nameserver_id: str) -> int | None:
     A plain file is read from its end: O(length of its last lines). A gzip file (recognised
     by its magic bytes) is read whole: O(its size).
     """
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    if gzipped:
+    if is_gzip(path):
         found = None
         with open_journal(path) as text:
             for text_line in text:

@@ -19,13 +19,13 @@ from typing import BinaryIO
 
 import attrs
 
+from ..journal import SNAPSHOT_PREFIX
 from ._segments import SegLine
 
 __all__ = ["FileScan", "FileSegments", "lines_from"]
 
-#: `routing.journal._segments._SNAPSHOT`, on bytes.
-_SNAPSHOT = re.compile(
-    rb'\{"ns":"([^"\\]*)","seq":([1-9][0-9]{0,17}),"ts":(0|[1-9][0-9]{0,17}),"op":"snapshot",')
+#: `routing.journal.SNAPSHOT_PREFIX` (what `snapshot_key` matches), on bytes.
+_SNAPSHOT = re.compile(SNAPSHOT_PREFIX.encode())
 _MARK = b'"op":"snapshot",'
 _BLOCK = 16 << 20
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import attrs
 
+from ..journal import is_gzip
 from ._files import first_name, has_scheme
 from ._read_replay import ReadReplay, count_rejected, gap_messages, name_server_rows
 from ._schema import TABLES, Emitted, Row
@@ -155,7 +156,7 @@ def _journal_files(found: Lines) -> dict[str, list[tuple[str, str]]] | None:
         if has_scheme(given):
             return None
         opened = os.path.abspath(given)
-        if _is_gzip(opened):
+        if is_gzip(opened):
             return None
         ns = whole.get(i) or first_name(opened)
         if ns is None:
@@ -183,11 +184,6 @@ def _foreign(found: Lines, names: set[str],
     if loop.reading.stats or any(table != "rejected" for table, _row in rows):
         return None
     return [row for _table, row in rows]
-
-
-def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as handle:
-        return handle.read(2) == b"\x1f\x8b"
 
 
 def _run(spark: Any, tasks: Sequence[_Task], lo: int, stages: list[Any],
