@@ -2,8 +2,9 @@
 
 A broker sends the same heartbeat frame again and again (every few seconds, or as fast as
 it is answered under load), differing only in its opaque, and the answer is always the
-same SUCCESS frame with that opaque. Once a heartbeat of a connection has been decoded,
-processed and answered plain SUCCESS the ordinary way, `learn` keeps the frame around its
+same SUCCESS frame with that opaque (or, as Java's broker sends it, oneway: no answer).
+Once a heartbeat of a connection has been decoded, processed and answered plain SUCCESS
+(or, oneway, nothing) the ordinary way, `learn` keeps the frame around its
 opaque and the answer around the same opaque; a later read that is exactly one frame of
 the same size, equal to the remembered one outside the opaque, is that heartbeat again
 (`BeatMemo.opaque`), and the host answers it from the remembered bytes after the
@@ -51,13 +52,15 @@ class BeatMemo:
     __slots__ = ("addr", "answer_head", "answer_tail", "cluster", "head", "json",
                  "opaque_end", "opaque_start", "size", "tail")
 
-    def __init__(self, frame: bytes, span: tuple[int, int], answer: bytes,
+    def __init__(self, frame: bytes, span: tuple[int, int], answer: bytes | None,
                  answer_span: tuple[int, int], *, json: bool, cluster: str,
                  addr: str) -> None:
         self.size = len(frame)
         self.opaque_start, self.opaque_end = span
         self.head, self.tail = frame[:span[0]], frame[span[1]:]
-        self.answer_head, self.answer_tail = answer[:answer_span[0]], answer[answer_span[1]:]
+        #: None for a oneway heartbeat (Java's broker sends them so): nothing is written.
+        self.answer_head = None if answer is None else answer[:answer_span[0]]
+        self.answer_tail = b"" if answer is None else answer[answer_span[1]:]
         self.json = json
         self.cluster, self.addr = cluster, addr
 
@@ -72,18 +75,25 @@ class BeatMemo:
             return None  # (bytes.isdigit is ASCII only)
         return opaque
 
-    def answer(self, opaque: bytes) -> bytes:
-        """The answer frame to the heartbeat with ``opaque`` (`opaque`'s result). O(size)."""
-        return self.answer_head + opaque + self.answer_tail
+    def answer(self, opaque: bytes) -> bytes | None:
+        """The answer frame to the heartbeat with ``opaque`` (`opaque`'s result), None for
+        a oneway heartbeat. O(size)."""
+        head = self.answer_head
+        return None if head is None else head + opaque + self.answer_tail
 
 
-def learn(frame: bytes, request: RemotingCommand, answer: bytes) -> BeatMemo | None:
+def learn(frame: bytes, request: RemotingCommand, answer: bytes | None) -> BeatMemo | None:
     """A `BeatMemo` of ``frame`` (exactly one whole frame, length prefix included), which
     decoded to the BROKER_HEARTBEAT ``request`` and was answered with the frame ``answer``
-    (plain SUCCESS); None when it cannot be remembered exactly (module docstring), e.g.
-    a JSON header with escapes, a negative opaque or a body. O(len(frame))."""
-    cluster, addr = request.ext_fields.get("clusterName"), request.ext_fields.get("brokerAddr")
-    if request.body or cluster is None or addr is None:
+    (plain SUCCESS; None for a oneway request, which gets no answer); None when it cannot
+    be remembered exactly (module docstring), e.g. a JSON header with escapes, a negative
+    opaque, a body or a missing field (each of the three the handler reads is required,
+    so that a oneway request whose error was not written is not remembered).
+    O(len(frame))."""
+    ext = request.ext_fields
+    cluster, addr = ext.get("clusterName"), ext.get("brokerAddr")
+    if (request.body or cluster is None or addr is None or "brokerName" not in ext
+            or (answer is None) != request.is_oneway):
         return None
     if request.serialize_type is SerializeType.ROCKETMQ:
         span = answer_span = _BINARY_OPAQUE
@@ -92,12 +102,12 @@ def learn(frame: bytes, request: RemotingCommand, answer: bytes) -> BeatMemo | N
         return None
     else:
         found = opaque_span(frame[_PREFIX:], request.opaque)
-        answered = opaque_span(answer[_PREFIX:], request.opaque)
+        answered = found if answer is None else opaque_span(answer[_PREFIX:], request.opaque)
         if found is None or answered is None:
             return None
         span = (found[0] + _PREFIX, found[1] + _PREFIX)
         answer_span = (answered[0] + _PREFIX, answered[1] + _PREFIX)
         json = True
-    if frame[span[0]:span[1]] != answer[answer_span[0]:answer_span[1]]:
+    if answer is not None and frame[span[0]:span[1]] != answer[answer_span[0]:answer_span[1]]:
         return None
     return BeatMemo(frame, span, answer, answer_span, json=json, cluster=cluster, addr=addr)

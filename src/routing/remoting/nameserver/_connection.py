@@ -31,6 +31,7 @@ from typing import cast
 
 import attrs
 
+from ..processor._request import Outcome
 from ..wire._codec import ProtocolError, RemotingCommand
 from ..wire._frame_decoder import FrameDecoder
 from ._beat import BeatMemo
@@ -70,10 +71,10 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(self, channel_of: Callable[[Connection, asyncio.BaseTransport], Channel],
                  receive: memoryview, max_frame_bytes: int, write_buffer_bytes: int,
-                 admit: Callable[[RemotingCommand, Connection, bool], RemotingCommand | None],
+                 admit: Callable[[RemotingCommand, Connection, bool], Outcome | None],
                  ended: Callable[[Connection], None], *,
                  beat: Callable[[Connection, BeatMemo, bytes, bytes], bool] | None = None,
-                 learn: Callable[[bytes, RemotingCommand, RemotingCommand],
+                 learn: Callable[[bytes, RemotingCommand, Outcome],
                                  BeatMemo | None] | None = None) -> None:
         self._channel_of, self._receive = channel_of, receive
         self._admit, self._ended = admit, ended
@@ -131,7 +132,7 @@ class Connection(asyncio.BufferedProtocol):
             self.stop_reading("protocol_error")
         elif (answered is not None and whole and alone and not known
               and self._learn is not None and self._learn_tries and not decoder.buffered):
-            # a lone heartbeat answered at once, and the read was exactly its frame
+            # a lone heartbeat served at once, and the read was exactly its frame
             memo = self._learn(self._receive[:nbytes].tobytes(), commands[0], answered)
             if memo is not None:
                 self.memo, self._learn_tries = memo, _LEARN_TRIES

@@ -215,7 +215,7 @@ class NameServerHost:
             self._finish(conn)
 
     def _admit(self, command: RemotingCommand, conn: _Connection,
-               alone: bool) -> RemotingCommand | None:
+               alone: bool) -> Outcome | None:
         """Serve ``command`` at once when it is ``alone`` (the only command its read
         brought), its class's queue is empty and idle, and it is no KV write that goes to
         a thread; else queue it in its class's queue, or answer SYSTEM_BUSY if that is
@@ -228,7 +228,7 @@ class NameServerHost:
         brings several requests, and every request while some wait, go through the queue
         as before: admission, fair shares and SYSTEM_BUSY are unchanged under overload.
 
-        Returns the response of a BROKER_HEARTBEAT served at once (for the connection to
+        Returns the outcome of a BROKER_HEARTBEAT served at once (for the connection to
         remember, `_learn`), else None."""
         if command.is_response:
             return None  # the processor ignores incoming responses
@@ -244,7 +244,7 @@ class NameServerHost:
                 conn.pending -= 1
                 return None
             self._complete(conn, command, start, outcome)
-            return outcome.response if command.code == _BEAT_CODE else None
+            return outcome if command.code == _BEAT_CODE else None
         if queue.offer(Job(conn, command)):
             conn.pending += 1
             return None
@@ -256,14 +256,19 @@ class NameServerHost:
         return None
 
     def _learn(self, frame: bytes, command: RemotingCommand,
-               response: RemotingCommand) -> BeatMemo | None:
+               outcome: Outcome) -> BeatMemo | None:
         """What ``conn`` may remember of the BROKER_HEARTBEAT ``command`` (whose whole
-        ``frame`` its read was) answered at once with ``response``: a `BeatMemo` when the
-        answer was plain SUCCESS and the processor answers heartbeats as
-        `NameServerProcessor` does (`plain_heartbeats`), else None. O(frame)."""
-        if (response.code != ResponseCode.SUCCESS or response.remark is not None
-                or response.ext_fields or response.body
+        ``frame`` its read was) served at once with ``outcome``: a `BeatMemo` when the
+        answer was plain SUCCESS (or, oneway, none) and the processor answers heartbeats
+        as `NameServerProcessor` does (`plain_heartbeats`), else None. O(frame)."""
+        response = outcome.response
+        if (outcome.error is not None or outcome.close or outcome.notifications
                 or not self.processor.plain_heartbeats):
+            return None
+        if response is None:
+            return learn(frame, command, None) if command.is_oneway else None
+        if (response.code != ResponseCode.SUCCESS or response.remark is not None
+                or response.ext_fields or response.body):
             return None
         try:
             answer = encode(response)
@@ -289,11 +294,13 @@ class NameServerHost:
             conn.pending += 1
             self._complete(conn, command, start, self.processor.failed_beat(command, error))
             return True
+        answer = memo.answer(opaque)
         transport = conn.transport
-        if transport is not None and not transport.is_closing():
-            transport.write(memo.answer(opaque))
+        if answer is not None and transport is not None and not transport.is_closing():
+            transport.write(answer)
         if metrics is not None:
-            metrics.observe(_BEAT_CODE, _SUCCESS, time.perf_counter() - start)
+            metrics.observe(_BEAT_CODE, None if answer is None else _SUCCESS,
+                            time.perf_counter() - start)
         return True
 
     def _finish(self, conn: _Connection) -> None:
