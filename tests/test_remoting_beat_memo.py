@@ -62,29 +62,23 @@ class Ordinary(NameServerProcessor):
 
 
 class _Transport:
+    """A socket's transport as the host sees it: keeps what is written; the flow-control
+    and closing calls do nothing."""
+
     def __init__(self) -> None:
         self.written = bytearray()
 
     def write(self, data: bytes) -> None:
         self.written += data
 
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 40_000) if name == "peername" else default
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        pass
-
     def is_closing(self) -> bool:
         return False
 
-    def pause_reading(self) -> None:
-        pass
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 40_000) if name == "peername" else default
 
-    def resume_reading(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None  # set_write_buffer_limits, pause_reading, ...
 
 
 class Side:
