@@ -63,8 +63,10 @@ class Connection(asyncio.BufferedProtocol):
     not answered yet, ``eof`` once nothing more will be read, ``finished`` once the host
     removed its brokers). ``receive`` is the host's shared receive buffer; ``channel_of``,
     ``admit`` and ``ended`` the host's callbacks for the new connection (its handle), each
-    decoded command (with whether it was the only one its read brought) and the end of
-    reading."""
+    decoded command (with whether it was the only one its read brought; the outcome of a
+    heartbeat served at once comes back) and the end of reading; ``learn`` and ``beat``
+    the host's for a repeated heartbeat (what to remember of one served at once, and
+    serving it again from memory: ``_beat.py``; False sends it the ordinary way)."""
 
     #: The host's handle of this connection, set once connected.
     channel: Channel
