@@ -271,8 +271,14 @@ def _rss_kib(pid: int) -> int:
 
 
 def _cpu_s(pid: int) -> float:
+    return sum(_cpu_split_s(pid))
+
+
+def _cpu_split_s(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of process ``pid`` so far (/proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 class Server:
@@ -528,11 +534,14 @@ class _Anchor:
 def _cell(server: Any, kind: str, connections: int, seconds: float, warmup: float,
           topics: int, client: str) -> dict[str, Any]:
     load0 = os.getloadavg()[0]
-    cpu0 = _cpu_s(server.pid)
+    user0, sys0 = _cpu_split_s(server.pid)
     row = _run_load(server.port, kind, connections, seconds, warmup, topics, client)
-    cpu = _cpu_s(server.pid) - cpu0
+    user1, sys1 = _cpu_split_s(server.pid)
+    requests = max(1, row["requests"])
     row.update(kind=kind, connections=connections, topics=topics, client=client,
-               server_cpu_us_per_req=1e6 * cpu / max(1, row["requests"]),
+               server_cpu_us_per_req=1e6 * (user1 - user0 + sys1 - sys0) / requests,
+               server_user_us_per_req=1e6 * (user1 - user0) / requests,
+               server_sys_us_per_req=1e6 * (sys1 - sys0) / requests,
                server_rss_kib=_rss_kib(server.pid),
                load_avg=[round(load0, 2), round(os.getloadavg()[0], 2)])
     return row
@@ -546,7 +555,8 @@ def _medians(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (loop, kind, connections), rows in cells.items():
         med = {k: statistics.median(r[k] for r in rows)
-               for k in ("req_per_s", "p50_ms", "p99_ms", "server_cpu_us_per_req")}
+               for k in ("req_per_s", "p50_ms", "p99_ms", "server_cpu_us_per_req",
+                         "server_user_us_per_req", "server_sys_us_per_req") if k in rows[0]}
         med["load_avg"] = [min(r["load_avg"][0] for r in rows),
                            max(r["load_avg"][1] for r in rows)]
         out.append({"loop": loop, "kind": kind, "connections": connections, "runs": len(rows),

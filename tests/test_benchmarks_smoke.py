@@ -104,3 +104,14 @@ def test_core_only_keeps_the_other_suites_rows_of_the_report(tmp_path):
     fresh = {"rows": [{"suite": "core"}], "modules": ["bench_core"], "command": "c"}
     bench_main.keep_other_suites(tmp_path / "absent.json", fresh)
     assert fresh == {"rows": [{"suite": "core"}], "modules": ["bench_core"], "command": "c"}
+
+
+def test_heartbeat_path_benchmark_times_both_trees_and_both_dialects(capsys):
+    from benchmarks import bench_heartbeat_path
+
+    assert bench_heartbeat_path.main(["--seconds", "0.05", "--repeat", "1",
+                                      "--before", str(ROOT / "src")]) == 0
+    out = capsys.readouterr().out
+    for dialect in ("json", "rocketmq"):
+        line = next(x for x in out.splitlines() if x.startswith(f"{dialect} median:"))
+        assert "before" in line and "after" in line and "after/before" in line

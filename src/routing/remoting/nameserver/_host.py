@@ -31,7 +31,9 @@ from ..processor._processor import NameServerProcessor
 from ..processor._request import Notification, Outcome
 from ..wire._codec import LocalProtocolError, RemotingCommand, encode
 from ..wire._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from ..wire._frame_decoder import decode
 from ._admission import BUSY_REMARK, CLIENT, DEFAULT, ClassQueue, Job, request_class
+from ._beat import BeatMemo, learn
 from ._connection import Channel
 from ._connection import Connection as _Connection
 from ._logs import log, log_broker_request
@@ -52,6 +54,9 @@ _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_B
                            RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _HEARTBEATS = frozenset({RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
+_BEAT_CODE, _SUCCESS = int(RequestCode.BROKER_HEARTBEAT), int(ResponseCode.SUCCESS)
+#: A heartbeat, for the class of queue heartbeats go to.
+_BEAT_PROBE = RemotingCommand(code=_BEAT_CODE)
 
 
 class NameServerHost:
@@ -86,6 +91,7 @@ class NameServerHost:
                                           max_bytes=queue_bytes),
                        DEFAULT: ClassQueue(DEFAULT, capacity=default_queue_capacity,
                                            max_bytes=queue_bytes)}
+        self._beats_queue = self.queues[request_class(_BEAT_PROBE)]
         self.grace_ms = grace_ms
         self._workers: list[asyncio.Task[None]] = []
         self._busy_logged = 0
@@ -192,7 +198,8 @@ class NameServerHost:
         if self._receive is None:
             self._receive = memoryview(bytearray(self.read_chunk_bytes))
         return _Connection(self._channel_of, self._receive, self.max_frame_bytes,
-                           self.write_buffer_bytes, self._admit, self._ended)
+                           self.write_buffer_bytes, self._admit, self._ended,
+                           beat=self._beat, learn=self._learn)
 
     def _channel_of(self, conn: _Connection, transport: asyncio.BaseTransport) -> Channel:
         """A new connection's handle; the connection is now the host's."""
@@ -207,7 +214,8 @@ class NameServerHost:
         if not self._closing:
             self._finish(conn)
 
-    def _admit(self, command: RemotingCommand, conn: _Connection, alone: bool) -> None:
+    def _admit(self, command: RemotingCommand, conn: _Connection,
+               alone: bool) -> Outcome | None:
         """Serve ``command`` at once when it is ``alone`` (the only command its read
         brought), its class's queue is empty and idle, and it is no KV write that goes to
         a thread; else queue it in its class's queue, or answer SYSTEM_BUSY if that is
@@ -218,9 +226,12 @@ class NameServerHost:
         client alone): the common case of clients with one request in flight each. It is
         still served in its connection's order (nothing of its class waits). A read that
         brings several requests, and every request while some wait, go through the queue
-        as before: admission, fair shares and SYSTEM_BUSY are unchanged under overload."""
+        as before: admission, fair shares and SYSTEM_BUSY are unchanged under overload.
+
+        Returns the outcome of a BROKER_HEARTBEAT served at once (for the connection to
+        remember, `_learn`), else None."""
         if command.is_response:
-            return  # the processor ignores incoming responses
+            return None  # the processor ignores incoming responses
         queue = self.queues[request_class(command)]
         if alone and not len(queue) and not queue.busy and not (
                 command.code in _KV_WRITES and self.processor.kv.path is not None):
@@ -231,17 +242,66 @@ class NameServerHost:
             except Exception:  # as the worker: never lose the connection's bookkeeping
                 log.exception("request failed", extra={"event": "worker_error"})
                 conn.pending -= 1
-                return
+                return None
             self._complete(conn, command, start, outcome)
-            return
+            return outcome if command.code == _BEAT_CODE else None
         if queue.offer(Job(conn, command)):
             conn.pending += 1
-            return
+            return None
         if not command.is_oneway and not conn.is_closing():
             conn.write(encode(command.make_response(ResponseCode.SYSTEM_BUSY,
                                                            BUSY_REMARK)))
         _log(logging.DEBUG, "request_rejected", channel=conn.channel, code=command.code,
              queue=queue.name, reason="system_busy")
+        return None
+
+    def _learn(self, frame: bytes, command: RemotingCommand,
+               outcome: Outcome) -> BeatMemo | None:
+        """What ``conn`` may remember of the BROKER_HEARTBEAT ``command`` (whose whole
+        ``frame`` its read was) served at once with ``outcome``: a `BeatMemo` when the
+        answer was plain SUCCESS (or, oneway, none) and the processor answers heartbeats
+        as `NameServerProcessor` does (`plain_heartbeats`), else None. O(frame)."""
+        response = outcome.response
+        if (outcome.error is not None or outcome.close or outcome.notifications
+                or not self.processor.plain_heartbeats):
+            return None
+        if response is None:
+            return learn(frame, command, None) if command.is_oneway else None
+        if (response.code != ResponseCode.SUCCESS or response.remark is not None
+                or response.ext_fields or response.body):
+            return None
+        try:
+            answer = encode(response)
+        except LocalProtocolError:
+            return None
+        return learn(frame, command, answer)
+
+    def _beat(self, conn: _Connection, memo: BeatMemo, frame: bytes, opaque: bytes) -> bool:
+        """Serve ``frame``, the connection's remembered heartbeat again with ``opaque``
+        (``nameserver/_beat.py``): the manager's liveness refresh and the remembered
+        answer, as `_admit` would serve it at once and the processor answer it. False
+        (nothing done) when `_admit` would not serve it at once (other requests of its
+        class wait) or the broker log is at DEBUG (the ordinary path logs each
+        heartbeat). O(frame) for the answer's bytes; no command, outcome or encoding."""
+        queue = self._beats_queue
+        if len(queue) or queue.busy or log.isEnabledFor(logging.DEBUG):
+            return False
+        metrics = self.metrics
+        start = time.perf_counter() if metrics is not None else 0.0
+        error = self.processor.beat(memo.cluster, memo.addr)
+        if error is not None:  # as the processor answers it: the whole command, then
+            command = decode(frame, max_frame_bytes=self.max_frame_bytes)
+            conn.pending += 1
+            self._complete(conn, command, start, self.processor.failed_beat(command, error))
+            return True
+        answer = memo.answer(opaque)
+        transport = conn.transport
+        if answer is not None and transport is not None and not transport.is_closing():
+            transport.write(answer)
+        if metrics is not None:
+            metrics.observe(_BEAT_CODE, None if answer is None else _SUCCESS,
+                            time.perf_counter() - start)
+        return True
 
     def _finish(self, conn: _Connection) -> None:
         """Once a connection has ended and all it sent is answered: close it and remove

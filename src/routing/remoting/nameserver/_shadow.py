@@ -34,6 +34,8 @@ SHADOW_REMARK = ("shadow name server: it records brokers and answers no route re
 class ShadowProcessor(NameServerProcessor):
     """A `NameServerProcessor` that refuses `CLIENT_ROUTE_CODES` (O(1) more per request)."""
 
+    heartbeats_unchanged = True  # `process` hands them to NameServerProcessor's
+
     def process(self, request: RemotingCommand, channel: Hashable | None = None) -> Outcome:
         if request.code in CLIENT_ROUTE_CODES and not request.is_response:
             if request.is_oneway:

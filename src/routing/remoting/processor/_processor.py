@@ -116,13 +116,61 @@ class NameServerProcessor:
         else:
             try:
                 outcome = handler(self, request, Fields(request), channel)
-            except InvalidRequest as exc:
-                outcome = Outcome(response=request.make_response(ResponseCode.SYSTEM_ERROR,
-                                                                 str(exc)))
-            except Exception as exc:  # Java's processor answers any throwable this way
-                outcome = Outcome(response=request.make_response(
-                    ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"), error=exc)
+            except Exception as exc:
+                outcome = self._failed(request, exc)
         if flag & FLAG_ONEWAY and outcome.response is not None:
+            outcome = attrs.evolve(outcome, response=None)
+        return outcome
+
+    def _failed(self, request: RemotingCommand, exc: Exception) -> Outcome:
+        """What `process` answers when a handler raised ``exc``: SYSTEM_ERROR with the
+        message of an `InvalidRequest`, else with the exception's type and message (as
+        Java's processor answers any throwable), keeping ``exc`` for the host to log."""
+        if isinstance(exc, InvalidRequest):
+            return Outcome(response=request.make_response(ResponseCode.SYSTEM_ERROR, str(exc)))
+        return Outcome(response=request.make_response(
+            ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"), error=exc)
+
+    # ------------------------------------------------------------------ repeated heartbeats
+
+    #: A subclass that overrides `process` sets this True in its own body when its
+    #: `process` hands BROKER_HEARTBEAT to this class's unchanged (see `plain_heartbeats`).
+    heartbeats_unchanged = False
+
+    @property
+    def plain_heartbeats(self) -> bool:
+        """True when a BROKER_HEARTBEAT is answered by `broker.heartbeat` exactly as
+        `process` does it here, so that a host may serve a repeated one through `beat`
+        and a remembered answer (``nameserver/_beat.py``): the handler is the standard
+        one and every subclass that overrides `process` says it leaves heartbeats alone
+        (a fault-injecting test processor does not). O(depth of the class tree)."""
+        if self._handlers.get(RequestCode.BROKER_HEARTBEAT) is not broker.heartbeat:
+            return False
+        for cls in type(self).__mro__:
+            if cls is NameServerProcessor:
+                return True
+            if "process" in cls.__dict__ and not cls.__dict__.get("heartbeats_unchanged"):
+                return False
+        return False
+
+    def beat(self, cluster: str, broker_addr: str) -> Exception | None:
+        """The effect of a BROKER_HEARTBEAT of the broker ``(cluster, broker_addr)`` whose
+        same header was answered plain SUCCESS before (so its fields are present and
+        valid): the manager's liveness refresh. None when it is answered SUCCESS again
+        (always, unless the manager raised), else the exception, for `failed_beat`. The
+        manager's O(1)."""
+        try:
+            self.manager.heartbeat(cluster=cluster, broker_addr=broker_addr)
+        except Exception as exc:  # (a journal's disk, for one)
+            return exc
+        return None
+
+    def failed_beat(self, request: RemotingCommand, exc: Exception) -> Outcome:
+        """The outcome `process` gives ``request`` (a BROKER_HEARTBEAT) when the
+        manager's refresh raised ``exc`` (`beat`): SYSTEM_ERROR, or nothing for a oneway
+        request. O(1)."""
+        outcome = self._failed(request, exc)
+        if request.flag & FLAG_ONEWAY:
             outcome = attrs.evolve(outcome, response=None)
         return outcome
 

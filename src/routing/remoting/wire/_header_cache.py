@@ -23,12 +23,30 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["HeaderCache"]
+__all__ = ["HeaderCache", "opaque_span"]
 
 _KEY = b',"opaque":'
 _DIGITS = re.compile(rb"-?(?:0|[1-9][0-9]*)(?=[,}])").match
 #: Headers remembered per connection (distinct prefixes: one per request kind it sends).
 _ENTRIES = 8
+
+
+def opaque_span(header: bytes, opaque: int) -> tuple[int, int] | None:
+    """Where the top-level opaque's digits sit in ``header`` (a JSON header that decoded
+    to opaque ``opaque``): ``(start, end)`` when ``header`` has the shape the module
+    docstring requires, so that any header made of ``header[:start]``, other JSON integer
+    digits and ``header[end:]`` is the same document with only the opaque changed; else
+    None. O(len(header))."""
+    if b"\\" in header or header.count(b'"opaque"') != 1:
+        return None
+    start = header.find(_KEY)
+    if start < 0:
+        return None
+    start += len(_KEY)
+    digits = _DIGITS(header, start)
+    if digits is None or int(digits.group()) != opaque:
+        return None
+    return start, digits.end()
 
 
 class HeaderCache:
@@ -72,16 +90,10 @@ class HeaderCache:
     def remember(self, header: bytes, opaque: int, fields: Any) -> None:
         """Keep ``fields`` (what ``header`` decoded to, its top-level opaque ``opaque``)
         when ``header`` has the shape the module docstring requires. O(len(header))."""
-        if b"\\" in header or header.count(b'"opaque"') != 1:
-            return
-        start = header.find(_KEY)
-        if start < 0:
-            return
-        start += len(_KEY)
-        digits = _DIGITS(header, start)
-        if digits is None or int(digits.group()) != opaque:
+        span = opaque_span(header, opaque)
+        if span is None:
             return
         entries = self._entries
         if len(entries) >= _ENTRIES:
             entries.clear()
-        entries[header[:start]] = (header[digits.end():], fields)
+        entries[header[:span[0]]] = (header[span[1]:], fields)
