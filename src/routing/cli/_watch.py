@@ -9,6 +9,7 @@ Ctrl-C or SIGTERM otherwise) the ``routing analyze`` tables they add up to are w
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from rich.console import Console
 from .. import InvalidRequest
 from ..pipeline import (
     LiveMetrics,
+    LiveRelay,
     SparkUnavailable,
     check_pyspark,
     default_master,
@@ -114,7 +116,7 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
         raise click.BadParameter(str(exc), param_hint="--remote") from None
     try:
         _watch(spark, err, folder, out, marks, incidents, meter, trigger_ms, max_files,
-               once, where)
+               once, where, relayed=remote is not None)
         target = write_live_tables(out, at=times)
         err.print(f"tables: {target}", highlight=False, soft_wrap=True)
     finally:
@@ -126,8 +128,17 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
 
 def _watch(spark: Any, err: Console, folder: str, out: Path, marks: Path,
            incidents: str | None, meter: LiveMetrics | None, trigger_ms: int,
-           max_files: int | None, once: bool, where: str) -> None:
-    """Run the query until it ends (``once``) or is asked to stop (SIGINT, SIGTERM)."""
+           max_files: int | None, once: bool, where: str, *, relayed: bool) -> None:
+    """Run the query until it ends (``once``) or is asked to stop (SIGINT, SIGTERM).
+    ``relayed`` (Spark Connect: the sink runs on the server): the sink writes incidents to
+    ``--incidents`` or ``CHECKPOINT/incidents.jsonl``, and a `LiveRelay` copies them to
+    stdout and feeds the metrics, every half second."""
+    relay: LiveRelay | None = None
+    if relayed:
+        written = incidents if incidents is not None else str(marks / "incidents.jsonl")
+        relay = LiveRelay(written, marks, out, metrics=meter,
+                          stream=sys.stdout if incidents is None else None)
+        incidents, meter = written, None
     query = start_watch(spark, folder, out, marks, incidents=incidents,
                         trigger_ms=trigger_ms or None, available_now=once,
                         max_files=max_files, metrics=meter)
@@ -143,11 +154,15 @@ def _watch(spark: Any, err: Console, folder: str, out: Path, marks: Path,
     try:
         while query.isActive and not stopping.is_set():
             query.awaitTermination(0.5)
+            if relay is not None:
+                relay.poll(query.lastProgress)
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
         query.stop()
+        if relay is not None:
+            relay.poll(query.lastProgress)
     failure = query.exception()
     if failure is not None:
         raise click.ClickException(f"the watch query failed: {failure}")

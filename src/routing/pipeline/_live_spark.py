@@ -38,8 +38,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from ._connect import is_connect, session_parallelism
+from ._errors import WatchUnsupported
 from ._files import kind_in_folder
 from ._live import INCIDENT, STATUS, LiveReplay, dump_state, load_state, split_file
+from ._live_relay import DELIVERED_MARKER
 from ._live_tables import read_live, tables_of, write_atomic, write_batch_tables, write_status
 from ._live_topics import TopicWatch
 from ._schema import Row
@@ -226,6 +229,20 @@ def write_live_tables(out_dir: str | os.PathLike[str], *, at: Sequence[int] = ()
     return target
 
 
+def _check_connect(incidents: object, metrics: object) -> None:
+    """On Spark Connect the sink runs in a server-side process: incidents must go to a
+    file and metrics be relayed by the client (`_live_relay.LiveRelay`)."""
+    if not isinstance(incidents, str | os.PathLike):
+        raise WatchUnsupported(
+            "on Spark Connect, incidents must go to a file (the sink runs on the server): "
+            "relay them to a stream with routing.pipeline.LiveRelay",
+            field="incidents", value=repr(incidents))
+    if metrics is not None:
+        raise WatchUnsupported(
+            "on Spark Connect, metrics are updated by the client: pass metrics to "
+            "routing.pipeline.LiveRelay instead", field="metrics", value=repr(metrics))
+
+
 def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.PathLike[str],
                 checkpoint: str | os.PathLike[str], *,
                 incidents: str | os.PathLike[str] | IO[str] | None = None,
@@ -248,6 +265,9 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     groups), a shuffle of the split lines by name server, and the sink's O(rows) writes."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    connect = is_connect(spark)
+    if connect:
+        _check_connect(incidents, metrics)
     kill_at = os.environ.get(KILL_AT_BATCH_ENV)
     if between is None and kill_at is not None:
         between = _killer(int(kill_at))
@@ -258,7 +278,10 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     marks = Path(checkpoint)
     marks.mkdir(parents=True, exist_ok=True)
     log = IncidentLog(sys.stdout if incidents is None else incidents,
-                      marks / "incidents-delivered.json")
+                      marks / DELIVERED_MARKER)
+    if connect and not (marks / "spark").exists():
+        # a new query's state partitions (Connect servers default to 200 a batch)
+        spark.conf.set("spark.sql.shuffle.partitions", str(2 * session_parallelism(spark)))
     reader = spark.readStream.format("binaryFile").schema(_FILE_SCHEMA)
     if max_files is not None:
         reader = reader.option("maxFilesPerTrigger", max_files)
