@@ -22,6 +22,7 @@ from rich.console import Console
 
 from .. import InvalidRequest
 from ..pipeline import (
+    DEFAULT_REORDER_WAIT_MS,
     LiveMetrics,
     LiveRelay,
     SparkUnavailable,
@@ -56,6 +57,11 @@ __all__ = ["watch_command"]
               metavar="MS", help="Micro-batch interval (ms); 0: as soon as the last ends.")
 @click.option("--max-files", default=None, type=int,
               help="At most this many new files a micro-batch.")
+@click.option("--reorder-wait", "reorder_wait_ms", default=DEFAULT_REORDER_WAIT_MS,
+              show_default=True, type=int, metavar="MS",
+              help="Hold a name server's rotated file that arrives before an earlier one "
+                   "this long (processing time) for the missing file; then the gap is "
+                   "reported. 0: never hold.")
 @click.option("--once", is_flag=True,
               help="Process the files there now, write the tables, and stop.")
 @click.option("--at", "at", multiple=True,
@@ -66,7 +72,8 @@ __all__ = ["watch_command"]
               help="Run on a Spark Connect server instead (it reads FOLDER and writes OUT).")
 @click.option("--driver-memory", default=None, help="Spark driver memory, e.g. 2g.")
 def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: str | None,
-                  metrics: str | None, trigger_ms: int, max_files: int | None, once: bool,
+                  metrics: str | None, trigger_ms: int, max_files: int | None,
+                  reorder_wait_ms: int, once: bool,
                   at: Sequence[str], master: str | None, remote: str | None,
                   driver_memory: str | None) -> None:
     """Watch FOLDER of rotated name-server journals on Spark Structured Streaming.
@@ -81,6 +88,8 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
         raise click.BadParameter("must be 0 or more", param_hint="--trigger")
     if max_files is not None and max_files < 1:
         raise click.BadParameter("must be 1 or more", param_hint="--max-files")
+    if reorder_wait_ms < 0:
+        raise click.BadParameter("must be 0 or more", param_hint="--reorder-wait")
     meter: LiveMetrics | None = None
     if metrics is not None:
         try:
@@ -116,7 +125,7 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
         raise click.BadParameter(str(exc), param_hint="--remote") from None
     try:
         _watch(spark, err, folder, out, marks, incidents, meter, trigger_ms, max_files,
-               once, where, relayed=remote is not None)
+               once, where, relayed=remote is not None, reorder_wait_ms=reorder_wait_ms)
         target = write_live_tables(out, at=times)
         err.print(f"tables: {target}", highlight=False, soft_wrap=True)
     finally:
@@ -128,7 +137,8 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
 
 def _watch(spark: Any, err: Console, folder: str, out: Path, marks: Path,
            incidents: str | None, meter: LiveMetrics | None, trigger_ms: int,
-           max_files: int | None, once: bool, where: str, *, relayed: bool) -> None:
+           max_files: int | None, once: bool, where: str, *, relayed: bool,
+           reorder_wait_ms: int) -> None:
     """Run the query until it ends (``once``) or is asked to stop (SIGINT, SIGTERM).
     ``relayed`` (Spark Connect: the sink runs on the server): the sink writes incidents to
     ``--incidents`` or ``CHECKPOINT/incidents.jsonl``, and a `LiveRelay` copies them to
@@ -141,7 +151,8 @@ def _watch(spark: Any, err: Console, folder: str, out: Path, marks: Path,
         incidents, meter = written, None
     query = start_watch(spark, folder, out, marks, incidents=incidents,
                         trigger_ms=trigger_ms or None, available_now=once,
-                        max_files=max_files, metrics=meter)
+                        max_files=max_files, metrics=meter,
+                        reorder_wait_ms=reorder_wait_ms)
     started = time.monotonic()
     err.print(f"watching {folder} on {where} (checkpoint {marks})", highlight=False,
               soft_wrap=True)

@@ -44,6 +44,7 @@ from ._errors import (
 from ._files import InputCheck, check_inputs
 from ._incidents import DEFAULT_INCIDENT_GAP_MS
 from ._live_metrics import LiveMetrics, parse_host_port
+from ._live_order import DEFAULT_REORDER_WAIT_MS
 from ._live_relay import LiveRelay
 from ._live_spark import live_tables, start_watch, write_live_tables
 from ._reference import analyze_local, analyze_local_to
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "DEFAULT_INCIDENT_GAP_MS",
+    "DEFAULT_REORDER_WAIT_MS",
     "TABLES",
     "Analysis",
     "Column",

@@ -10,8 +10,8 @@ The query (`start_watch`):
 3. **replay** (``groupBy(ns).applyInPandasWithState``): one `_live.LiveReplay` per name
    server, restored from Spark's state store (the default HDFS-backed provider; the state
    is one binary column, `_live.dump_state`), fed the micro-batch's files of that name
-   server in name order, and stored again: O(new lines + state) a micro-batch, never the
-   whole journal;
+   server in name order (early ones held: `_live.LiveReplay.admit`), and stored again:
+   O(new lines + state) a micro-batch, never the whole journal;
 4. **sink** (``foreachBatch``, `LiveSink`): final rows appended as Parquet and statuses
    (``_live_tables.py``), the topics compared across name servers in event time
    (``_live_topics.TopicWatch``, its state kept per micro-batch in the checkpoint folder),
@@ -20,9 +20,11 @@ The query (`start_watch`):
 A checkpoint folder (Spark's offsets, commits and state, plus the incident log's marker)
 makes a restart continue where the last committed micro-batch ended; a micro-batch Spark
 runs again after a crash produces the same rows and incidents, which the sink writes to
-the same files and does not deliver twice. Files of one name server must appear in name
-order (the rotation's rule: a complete file is renamed into place); within a micro-batch
-they are read in name order. All times are ms.
+the same files and does not deliver twice. A name server's files are read in name order
+within a micro-batch, and a rotated file that arrives before an earlier one is held in
+its state for it, up to ``reorder_wait_ms`` (``_live_order.py``). On Spark Connect the
+sink runs on the server: incidents go to a file, relayed by the client
+(``_live_relay.py``). All times are ms.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ._connect import is_connect, session_parallelism
 from ._errors import WatchUnsupported
 from ._files import kind_in_folder
 from ._live import INCIDENT, STATUS, LiveReplay, dump_state, load_state, split_file
+from ._live_order import DEFAULT_REORDER_WAIT_MS
 from ._live_relay import DELIVERED_MARKER
 from ._live_tables import read_live, tables_of, write_atomic, write_batch_tables, write_status
 from ._live_topics import TopicWatch
@@ -86,25 +89,34 @@ def _split(folder: str, root: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     return split
 
 
-def _replay(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
-    """One name server's files of the micro-batch, replayed after its stored state."""
-    import pickle
+def _replay(wait_ms: int) -> Callable[[tuple[Any, ...], Iterator[Any], Any], Iterator[Any]]:
+    def replay(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
+        """One name server's files of the micro-batch, replayed after its stored state:
+        in name order, early rotated files held (``_live_order.py``; the hold's bound is
+        checked when the name server's next files arrive: no Spark timeout, which would
+        keep an ``availableNow`` query from ending)."""
+        import pickle
 
-    import pandas as pd
+        import pandas as pd
 
-    pieces: list[tuple[str, int, bytes]] = []
-    for frame in frames:
-        pieces += zip(frame["source"], frame["part"], frame["payload"], strict=True)
-    replay = load_state(bytes(state.get[0])) if state.exists else LiveReplay()
-    out: list[tuple[str, str, str]] = []
-    name = key[0]
-    for _source, _part, payload in sorted(pieces, key=lambda p: (p[0], p[1])):
-        lines, notes = pickle.loads(payload)
-        for table, row in replay.feed(lines, notes):
-            out.append((table, name, json.dumps(row)))
-    out.append((STATUS, name, json.dumps(replay.status())))
-    state.update((dump_state(replay),))
-    yield pd.DataFrame(out, columns=["kind", "key", "body"])
+        pieces: list[tuple[str, int, bytes]] = []
+        for frame in frames:
+            pieces += zip(frame["source"], frame["part"], frame["payload"], strict=True)
+        replay = load_state(bytes(state.get[0])) if state.exists else LiveReplay()
+        now = int(state.getCurrentProcessingTimeMs())
+        name = key[0]
+        if name:
+            batches = replay.admit(pieces, now, wait_ms)
+        else:  # lines naming no name server, rows about whole files: never held
+            batches = [pickle.loads(p[2]) for p in sorted(pieces, key=lambda p: (p[0], p[1]))]
+        out: list[tuple[str, str, str]] = []
+        for lines, notes in batches:
+            for table, row in replay.feed(lines, notes):
+                out.append((table, name, json.dumps(row)))
+        out.append((STATUS, name, json.dumps(replay.status())))
+        state.update((dump_state(replay),))
+        yield pd.DataFrame(out, columns=["kind", "key", "body"])
+    return replay
 
 
 class IncidentLog:
@@ -248,6 +260,7 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
                 incidents: str | os.PathLike[str] | IO[str] | None = None,
                 trigger_ms: int | None = None, available_now: bool = False,
                 max_files: int | None = None, metrics: Any = None,
+                reorder_wait_ms: int = DEFAULT_REORDER_WAIT_MS,
                 between: Callable[[int], object] | None = None) -> Any:
     """Start watching ``folder`` on ``spark``; return the ``StreamingQuery`` (stop it, or
     wait: `available_now` processes what is there and ends).
@@ -256,8 +269,11 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     ``tables_of``), ``checkpoint`` Spark's checkpoint and the incident marker; incidents
     go to ``incidents`` (a path, appended; or a text stream; default stdout).
     ``trigger_ms``: the micro-batch interval (default: as soon as the last one ends);
-    ``max_files``: at most this many new files a micro-batch. ``between`` (tests) runs
-    after a batch's incidents are written, before they are marked delivered.
+    ``max_files``: at most this many new files a micro-batch. ``reorder_wait_ms``: how long
+    (processing time) a name server's rotated file that arrives before an earlier one is
+    held for it (``_live_order.py``; 0: never held, the gap reported at once).
+    ``between`` (tests) runs after a batch's incidents are written, before they are
+    marked delivered.
 
     Cost a micro-batch: O(new lines) of Python work (one JSON parse a line to split, the
     batch engine's replay, about 5 µs a record on its steady lane) plus O(state) per name
@@ -288,7 +304,8 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     files = reader.load(root).select("path", "content")
     lines = files.mapInPandas(_split(given, root), _SPLIT_SCHEMA)
     rows = lines.groupBy("key").applyInPandasWithState(
-        _replay, _OUT_SCHEMA, _STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
+        _replay(reorder_wait_ms), _OUT_SCHEMA, _STATE_SCHEMA, "append",
+        GroupStateTimeout.NoTimeout)
     sink = LiveSink(out, log, metrics, topics=marks / "topics", between=between)
     writer = rows.writeStream.foreachBatch(sink).queryName("routing-watch") \
         .option("checkpointLocation", str(marks / "spark"))
