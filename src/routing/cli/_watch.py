@@ -57,11 +57,11 @@ __all__ = ["watch_command"]
               metavar="MS", help="Micro-batch interval (ms); 0: as soon as the last ends.")
 @click.option("--max-files", default=None, type=int,
               help="At most this many new files a micro-batch.")
-@click.option("--reorder-wait", "reorder_wait_ms", default=DEFAULT_REORDER_WAIT_MS,
-              show_default=True, type=int, metavar="MS",
+@click.option("--reorder-wait", "reorder_wait_ms", default=None, type=int, metavar="MS",
               help="Hold a name server's rotated file that arrives before an earlier one "
                    "this long (processing time) for the missing file; then the gap is "
-                   "reported. 0: never hold.")
+                   f"reported. 0: never hold [default: {DEFAULT_REORDER_WAIT_MS}; 0 with "
+                   "--once: nothing more will arrive].")
 @click.option("--once", is_flag=True,
               help="Process the files there now, write the tables, and stop.")
 @click.option("--at", "at", multiple=True,
@@ -73,7 +73,7 @@ __all__ = ["watch_command"]
 @click.option("--driver-memory", default=None, help="Spark driver memory, e.g. 2g.")
 def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: str | None,
                   metrics: str | None, trigger_ms: int, max_files: int | None,
-                  reorder_wait_ms: int, once: bool,
+                  reorder_wait_ms: int | None, once: bool,
                   at: Sequence[str], master: str | None, remote: str | None,
                   driver_memory: str | None) -> None:
     """Watch FOLDER of rotated name-server journals on Spark Structured Streaming.
@@ -88,6 +88,8 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
         raise click.BadParameter("must be 0 or more", param_hint="--trigger")
     if max_files is not None and max_files < 1:
         raise click.BadParameter("must be 1 or more", param_hint="--max-files")
+    if reorder_wait_ms is None:
+        reorder_wait_ms = 0 if once else DEFAULT_REORDER_WAIT_MS
     if reorder_wait_ms < 0:
         raise click.BadParameter("must be 0 or more", param_hint="--reorder-wait")
     meter: LiveMetrics | None = None

@@ -17,10 +17,10 @@ reports it as the batch run does (``name_servers.gaps``, the lines missing). The
 checked when files of that name server arrive (a Spark processing-time timeout would
 check it without new files, but keeps an ``availableNow`` query from ever ending: seen
 here on Spark 4.3), so a name server that writes nothing more keeps its held files, shown
-by the ``held_files`` status and metric, until it does or the watcher restarts with a
-shorter wait. A series'
+by the ``held_files`` status and metric, until it does. A series'
 first file is early unless its first seq is 0 or it starts with a header or a snapshot
-(a file that can be read without the ones before it). Files whose names are not rotated
+(a file that can be read without the ones before it: the reader rejects every line of one
+that cannot, "no header ... nor a snapshot"). Files whose names are not rotated
 names, and the rows of lines naming no name server, are never held. There is no Java
 counterpart (RocketMQ's name server keeps no journal). All times are ms.
 """
