@@ -122,3 +122,12 @@ def test_a_file_that_never_arrives_is_given_up_on_after_the_bound(
     assert not rows_equal(expected, tables_of(final, statuses.values()))
     ns = {r["ns"]: r for r in expected["name_servers"]}
     assert ns["ns-1"]["gaps"] == 1 and ns["ns-0"]["gaps"] == 0
+
+
+def test_a_negative_wait_is_refused_naming_it(tmp_path: Path) -> None:
+    from routing import InvalidRequest
+
+    with pytest.raises(InvalidRequest, match="reorder_wait_ms") as info:
+        start_watch(object(), tmp_path, tmp_path / "out", tmp_path / "cp", reorder_wait_ms=-1)
+    assert info.value.field == "reorder_wait_ms" and info.value.value == -1
+    assert not (tmp_path / "out").exists()  # refused before anything was written

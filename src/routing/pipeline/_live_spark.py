@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .._validate import check_int
 from ._connect import is_connect, session_parallelism
 from ._errors import WatchUnsupported
 from ._files import kind_in_folder
@@ -260,7 +261,7 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
                 incidents: str | os.PathLike[str] | IO[str] | None = None,
                 trigger_ms: int | None = None, available_now: bool = False,
                 max_files: int | None = None, metrics: Any = None,
-                reorder_wait_ms: int = DEFAULT_REORDER_WAIT_MS,
+                reorder_wait_ms: int | None = None,
                 between: Callable[[int], object] | None = None) -> Any:
     """Start watching ``folder`` on ``spark``; return the ``StreamingQuery`` (stop it, or
     wait: `available_now` processes what is there and ends).
@@ -271,7 +272,9 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     ``trigger_ms``: the micro-batch interval (default: as soon as the last one ends);
     ``max_files``: at most this many new files a micro-batch. ``reorder_wait_ms``: how long
     (processing time) a name server's rotated file that arrives before an earlier one is
-    held for it (``_live_order.py``; 0: never held, the gap reported at once).
+    held for it (``_live_order.py``; 0: never held, the gap reported at once; default
+    `DEFAULT_REORDER_WAIT_MS`, 0 with ``available_now``: nothing more will arrive);
+    `routing.InvalidRequest` naming it if negative.
     ``between`` (tests) runs after a batch's incidents are written, before they are
     marked delivered.
 
@@ -281,6 +284,9 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     groups), a shuffle of the split lines by name server, and the sink's O(rows) writes."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    if reorder_wait_ms is None:
+        reorder_wait_ms = 0 if available_now else DEFAULT_REORDER_WAIT_MS
+    check_int("reorder_wait_ms", reorder_wait_ms, low=0)
     connect = is_connect(spark)
     if connect:
         _check_connect(incidents, metrics)
