@@ -6,6 +6,7 @@ same files, row for row; the incidents are the final rows' events, each once."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -96,6 +97,23 @@ def consume(files: Iterable[Path], states: dict[str, bytes]
         states[key] = dump_state(replay)
     assert STATUS not in final
     return final, statuses, incidents
+
+
+def batch_incidents(folder: Path, per_batch: int) -> list[str]:
+    """Every incident of ``folder`` (sorted JSON) as the stream finds them in micro-batches
+    of ``per_batch`` files taken in modification-time order (as Spark's file source forms
+    them): the name servers' own, and the topics compared across name servers
+    (`TopicWatch`). An empty file counts towards a batch but is never read."""
+    files = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime)
+    states: dict[str, bytes] = {}
+    watch = TopicWatch()
+    found: list[dict[str, Any]] = []
+    for i in range(0, len(files), per_batch):
+        final, statuses, own = consume(
+            sorted(p for p in files[i:i + per_batch] if p.stat().st_size), states)
+        found += own
+        found += watch.batch(final.get("route_changes", []), statuses)
+    return sorted(json.dumps(i, sort_keys=True) for i in found)
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """`routing analyze --remote sc://HOST`: the pipeline on a Spark Connect server.
 
-A real server is started from the pyspark package's own jars (``SparkConnectServer``, as
-``sbin/start-connect-server.sh`` does) on a free loopback port. The client runs as users
+A real server (the session's ``connect_url``, ``conftest.py``) is started from the pyspark
+package's own jars on a free loopback port. The client runs as users
 run it, in child processes: the CLI itself, and a script asking a Python worker where its
 ``routing`` came from (the artifact the client shipped, not the server's install). A Connect
 session cannot share a process with a classic one (the test of that is the one in-process
@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,60 +28,6 @@ from routing.sim import SimConfig, simulate
 pytest.importorskip("grpc", reason="needs pyspark's connect extra (grpcio)")
 
 AT = 900_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def connect_url(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark Connect server on ``local[2,2]``; its Python workers run this interpreter.
-    (``spark``: skips with the reason where Java or pyspark is missing.)"""
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    port = _free_port()
-    logs = tmp_path_factory.mktemp("connect")
-    env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=sys.executable,
-               SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(logs))
-    for name in ("SPARK_REMOTE", "SPARK_CONF_DIR"):  # Spark's own log4j: INFO to stderr
-        env.pop(name, None)
-    server = subprocess.Popen(
-        [str(home / "bin" / "spark-submit"), "--master", "local[2,2]",
-         "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-         "--conf", f"spark.connect.grpc.binding.port={port}",
-         "--conf", "spark.ui.enabled=false",
-         # progress reports every 50 ms (default 2 s: a short job may end unreported)
-         "--conf", "spark.connect.progress.reportInterval=50ms",
-         "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-         "--name", "routing-tests-connect"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    seen: list[str] = []
-    started = threading.Event()
-
-    def read_log() -> None:  # until the server ends: it never blocks on a full pipe
-        assert server.stderr is not None
-        for line in server.stderr:
-            if not started.is_set():
-                seen.append(line)
-                if "Spark Connect server started" in line:
-                    started.set()
-
-    threading.Thread(target=read_log, daemon=True).start()
-    try:
-        if not started.wait(timeout=180) or server.poll() is not None:
-            pytest.fail("the Spark Connect server did not start:\n" + "".join(seen[-30:]))
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,8 @@ from routing.pipeline import analyze_local
 from routing.pipeline._files import EMPTY_REASON
 from routing.pipeline._live_spark import start_watch
 from routing.pipeline._live_tables import read_live, tables_of
-from routing.pipeline._live_topics import TopicWatch
 from routing.pipeline._schema import rows_equal
-from test_pipeline_live import AT, consume, in_name_order, sim_folder
+from test_pipeline_live import AT, batch_incidents, in_name_order, sim_folder
 
 pytestmark = pytest.mark.spark
 
@@ -51,16 +50,7 @@ def incidents(folder: Path) -> list[str]:
     """Every incident of the folder (sorted JSON), from the Python steps fed micro-batches
     of 8 files in modification-time order as Spark's file source forms them: the name
     servers' own, and the topics compared across name servers (`TopicWatch`)."""
-    files = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime)
-    states: dict[str, bytes] = {}
-    watch = TopicWatch()
-    found: list[dict[str, Any]] = []
-    for i in range(0, len(files), 8):  # an empty file counts, but is never read
-        final, statuses, own = consume(sorted(p for p in files[i:i + 8] if p.stat().st_size),
-                                       states)
-        found += own
-        found += watch.batch(final.get("route_changes", []), statuses)
-    return sorted(json.dumps(i, sort_keys=True) for i in found)
+    return batch_incidents(folder, 8)
 
 
 def _run(spark: Any, folder: Path, root: Path, *, max_files: int,

@@ -9,6 +9,7 @@ Ctrl-C or SIGTERM otherwise) the ``routing analyze`` tables they add up to are w
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -21,7 +22,9 @@ from rich.console import Console
 
 from .. import InvalidRequest
 from ..pipeline import (
+    DEFAULT_REORDER_WAIT_MS,
     LiveMetrics,
+    LiveRelay,
     SparkUnavailable,
     check_pyspark,
     default_master,
@@ -54,6 +57,11 @@ __all__ = ["watch_command"]
               metavar="MS", help="Micro-batch interval (ms); 0: as soon as the last ends.")
 @click.option("--max-files", default=None, type=int,
               help="At most this many new files a micro-batch.")
+@click.option("--reorder-wait", "reorder_wait_ms", default=None, type=int, metavar="MS",
+              help="Hold a name server's rotated file that arrives before an earlier one "
+                   "this long (processing time) for the missing file; then the gap is "
+                   f"reported. 0: never hold [default: {DEFAULT_REORDER_WAIT_MS}; 0 with "
+                   "--once: nothing more will arrive].")
 @click.option("--once", is_flag=True,
               help="Process the files there now, write the tables, and stop.")
 @click.option("--at", "at", multiple=True,
@@ -64,7 +72,8 @@ __all__ = ["watch_command"]
               help="Run on a Spark Connect server instead (it reads FOLDER and writes OUT).")
 @click.option("--driver-memory", default=None, help="Spark driver memory, e.g. 2g.")
 def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: str | None,
-                  metrics: str | None, trigger_ms: int, max_files: int | None, once: bool,
+                  metrics: str | None, trigger_ms: int, max_files: int | None,
+                  reorder_wait_ms: int | None, once: bool,
                   at: Sequence[str], master: str | None, remote: str | None,
                   driver_memory: str | None) -> None:
     """Watch FOLDER of rotated name-server journals on Spark Structured Streaming.
@@ -79,6 +88,10 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
         raise click.BadParameter("must be 0 or more", param_hint="--trigger")
     if max_files is not None and max_files < 1:
         raise click.BadParameter("must be 1 or more", param_hint="--max-files")
+    if reorder_wait_ms is None:
+        reorder_wait_ms = 0 if once else DEFAULT_REORDER_WAIT_MS
+    if reorder_wait_ms < 0:
+        raise click.BadParameter("must be 0 or more", param_hint="--reorder-wait")
     meter: LiveMetrics | None = None
     if metrics is not None:
         try:
@@ -114,7 +127,7 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
         raise click.BadParameter(str(exc), param_hint="--remote") from None
     try:
         _watch(spark, err, folder, out, marks, incidents, meter, trigger_ms, max_files,
-               once, where)
+               once, where, relayed=remote is not None, reorder_wait_ms=reorder_wait_ms)
         target = write_live_tables(out, at=times)
         err.print(f"tables: {target}", highlight=False, soft_wrap=True)
     finally:
@@ -126,11 +139,22 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
 
 def _watch(spark: Any, err: Console, folder: str, out: Path, marks: Path,
            incidents: str | None, meter: LiveMetrics | None, trigger_ms: int,
-           max_files: int | None, once: bool, where: str) -> None:
-    """Run the query until it ends (``once``) or is asked to stop (SIGINT, SIGTERM)."""
+           max_files: int | None, once: bool, where: str, *, relayed: bool,
+           reorder_wait_ms: int) -> None:
+    """Run the query until it ends (``once``) or is asked to stop (SIGINT, SIGTERM).
+    ``relayed`` (Spark Connect: the sink runs on the server): the sink writes incidents to
+    ``--incidents`` or ``CHECKPOINT/incidents.jsonl``, and a `LiveRelay` copies them to
+    stdout and feeds the metrics, every half second."""
+    relay: LiveRelay | None = None
+    if relayed:
+        written = incidents if incidents is not None else str(marks / "incidents.jsonl")
+        relay = LiveRelay(written, marks, out, metrics=meter,
+                          stream=sys.stdout if incidents is None else None)
+        incidents, meter = written, None
     query = start_watch(spark, folder, out, marks, incidents=incidents,
                         trigger_ms=trigger_ms or None, available_now=once,
-                        max_files=max_files, metrics=meter)
+                        max_files=max_files, metrics=meter,
+                        reorder_wait_ms=reorder_wait_ms)
     started = time.monotonic()
     err.print(f"watching {folder} on {where} (checkpoint {marks})", highlight=False,
               soft_wrap=True)
@@ -143,11 +167,15 @@ def _watch(spark: Any, err: Console, folder: str, out: Path, marks: Path,
     try:
         while query.isActive and not stopping.is_set():
             query.awaitTermination(0.5)
+            if relay is not None:
+                relay.poll(query.lastProgress)
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
         query.stop()
+        if relay is not None:
+            relay.poll(query.lastProgress)
     failure = query.exception()
     if failure is not None:
         raise click.ClickException(f"the watch query failed: {failure}")

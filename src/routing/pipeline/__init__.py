@@ -14,13 +14,15 @@ tables, **summarize** — and return the same rows (the differential tests compa
 Streaming over a folder of rotated journals: incidents as they happen, the final rows
 appended per micro-batch; `live_tables` (`write_live_tables`: as Parquet) are the tables
 they add up to (equal to the batch run's once a folder is consumed); `LiveMetrics` its
-Prometheus metrics (`parse_host_port` reads ``--metrics``).
+Prometheus metrics (`parse_host_port` reads ``--metrics``); on Spark Connect, `LiveRelay`
+copies the delivered incidents and metrics to the client.
 
 `TABLES` describes every table (``docs/pipeline.md`` too). `check_inputs` checks journal
 paths before any work starts; `summarize_rows`, `render_summary`, `summary_json`,
 `write_report` and `draw_timeline` turn either engine's rows into the summary, its JSON,
 the report page and its picture. Every error raised on purpose is a `routing.RoutingError`
-(`InputError`, `RejectedRecords`, `SparkUnavailable`, `routing.InvalidRequest`).
+(`InputError`, `RejectedRecords`, `SparkUnavailable`, `WatchUnsupported`,
+`routing.InvalidRequest`).
 
 Each name's docstring states its cost. pyspark is imported only when a Spark function runs
 (`analyze`, `Analysis` and `to_parquet` load their modules on first use), so
@@ -32,10 +34,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._connect import redacted, remote_session
-from ._errors import InputError, JournalNotFound, RejectedRecords, SparkUnavailable
+from ._errors import (
+    InputError,
+    JournalNotFound,
+    RejectedRecords,
+    SparkUnavailable,
+    WatchUnsupported,
+)
 from ._files import InputCheck, check_inputs
 from ._incidents import DEFAULT_INCIDENT_GAP_MS
 from ._live_metrics import LiveMetrics, parse_host_port
+from ._live_order import DEFAULT_REORDER_WAIT_MS
+from ._live_relay import LiveRelay
 from ._live_spark import live_tables, start_watch, write_live_tables
 from ._reference import analyze_local, analyze_local_to
 from ._report import write_report
@@ -58,17 +68,20 @@ if TYPE_CHECKING:
 
 __all__ = (
     "DEFAULT_INCIDENT_GAP_MS",
+    "DEFAULT_REORDER_WAIT_MS",
     "TABLES",
     "Analysis",
     "Column",
     "InputCheck",
     "InputError",
     "LiveMetrics",
+    "LiveRelay",
     "JournalNotFound",
     "RejectedRecords",
     "SparkUnavailable",
     "Summary",
     "Table",
+    "WatchUnsupported",
     "analyze",
     "analyze_local",
     "analyze_local_to",

@@ -2,7 +2,8 @@
 
 A second base keeps the built-in exception callers already catch: `InputError` is a
 `ValueError` (`JournalNotFound` also a `FileNotFoundError`, `SourcesTypeError` a
-`TypeError`), `RejectedRecords` a `ValueError`, `SparkUnavailable` a `RuntimeError`.
+`TypeError`), `RejectedRecords` a `ValueError`, `SparkUnavailable` a `RuntimeError`,
+`WatchUnsupported` a `ValueError`.
 Bad arguments (a ``partition`` that is not ``"ns"`` or ``"group"``, a Spark Connect URL
 that is not one) raise the core's `routing.InvalidRequest`, naming the field and value.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from .._errors import RoutingError
 
 __all__ = ["InputError", "JournalNotFound", "RejectedRecords", "SourcesTypeError",
-           "SparkUnavailable"]
+           "SparkUnavailable", "WatchUnsupported"]
 
 
 class InputError(RoutingError, ValueError):
@@ -63,3 +64,10 @@ class SparkUnavailable(RoutingError, RuntimeError):
     does not answer; the message says what to install or where nothing answered. Raised
     before any job runs: at the cost of the check (a ``java -version``, an import, at
     most `CONNECT_TIMEOUT_S` of waiting for a server)."""
+
+
+class WatchUnsupported(RoutingError, ValueError):
+    """A `start_watch` option the session cannot honour: on Spark Connect the sink runs in
+    a server-side Python process, so ``incidents`` must be a file and ``metrics`` are fed
+    by the client (``LiveRelay``). ``field`` names the option. Raised before the query
+    starts or anything is written: at the cost of the check (O(1))."""

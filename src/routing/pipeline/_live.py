@@ -15,7 +15,9 @@ name server's replay continued file by file, its state as bytes, and its inciden
    the lines). It emits the rows that are final (``sessions`` that ended, ``expiries``,
    ``route_changes``, ``rejected``), the incidents of `incidents_of` and a ``status`` row:
    what the end of the journal would add now (`LiveReplay.status`: the ``name_servers``
-   row and the ``open`` sessions).
+   row and the ``open`` sessions; the files held for a missing one). Rotated files that
+   arrive early are held until the missing ones arrive (`LiveReplay.admit`,
+   ``_live_order.py``), so a name server's lines are replayed in sequence order.
 
 After the stream has consumed a folder, the final rows plus the latest status of every
 name server are the rows `analyze_local` gives for the same files (``_live_tables.py``
@@ -42,6 +44,7 @@ from ._files import (
     line_key,
     truncated_reason,
 )
+from ._live_order import FileOrder, Piece
 from ._read_replay import NsStats, ReadReplay, name_server_rows
 from ._schema import Emitted, Row
 
@@ -176,6 +179,15 @@ class LiveReplay:
     def __init__(self) -> None:
         self.loop = ReadReplay()
         self.writable: dict[str, dict[str, bool]] = {}  # ns -> topic -> producer-writable
+        self.order = FileOrder()
+
+    def admit(self, pieces: Iterable[Piece], now_ms: int, wait_ms: int
+              ) -> list[tuple[list[Line], list[Row]]]:
+        """`FileOrder.admit` (the files to replay now, early ones held) on this name
+        server's state; a state pickled before the order was kept gets an empty one."""
+        if not hasattr(self, "order"):
+            self.order = FileOrder()
+        return self.order.admit(pieces, now_ms, wait_ms)
 
     def feed(self, lines: Iterable[Line], notes: Iterable[Row] = ()) -> Iterator[Emitted]:
         """Read and replay ``lines`` (this name server's, in reading order), then pass
@@ -203,6 +215,9 @@ class LiveReplay:
             end = stats.last_ms if stats is not None else 0
             open_rows += deriver.open_rows(end)
         stats_list: list[NsStats] = list(loop.reading.stats.values())
+        order = getattr(self, "order", None)
         return {"name_servers": name_server_rows(stats_list, rejected),
                 "open_sessions": open_rows,
-                "live_brokers": {ns: len(d.sessions) for ns, d in loop.derivers.items()}}
+                "live_brokers": {ns: len(d.sessions) for ns, d in loop.derivers.items()},
+                "held_files": len(order.held) if order is not None else 0,
+                "released_files": order.released if order is not None else 0}

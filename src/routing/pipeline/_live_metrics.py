@@ -16,7 +16,10 @@ micro-batch (``_live_spark.LiveSink``):
   records, over the last micro-batch's wall time);
 * ``routing_watch_lag_seconds`` — wall time now less the newest record time read (for
   journals written in real time; a replayed old journal shows its age);
-* ``routing_watch_batch_seconds`` — the sink's time for the last micro-batch.
+* ``routing_watch_batch_seconds`` — the sink's time for the last micro-batch;
+* ``routing_watch_held_files{ns}`` — rotated files held for an earlier one still missing
+  (``_live_order.py``), and ``routing_watch_released_files_total{ns}``, those given up on
+  (replayed with the gap accepted after ``--reorder-wait``).
 """
 
 from __future__ import annotations
@@ -72,7 +75,13 @@ class LiveMetrics:
                          "Wall time less the newest record time read (s)", registry=r)
         self.seconds = Gauge("routing_watch_batch_seconds",
                              "The sink's time for the last micro-batch (s)", registry=r)
+        self.held = Gauge("routing_watch_held_files",
+                          "Files held for an earlier one still missing", ["ns"], registry=r)
+        self.released = Counter("routing_watch_released_files",
+                                "Held files replayed with the gap accepted", ["ns"],
+                                registry=r)
         self._records: dict[str, int] = {}
+        self._released: dict[str, int] = {}
         self._newest = 0
         self._last = time.monotonic()
         self.server: Any = None
@@ -101,13 +110,23 @@ class LiveMetrics:
             self.server.server_close()
             self.server = None
 
+    def _files(self, ns: str, status: Row) -> None:
+        """The held and released files of name server ``ns``'s status."""
+        if not ns or "held_files" not in status:
+            return
+        self.held.labels(ns=ns).set(status["held_files"])
+        released = status["released_files"]
+        self.released.labels(ns=ns).inc(max(0, released - self._released.get(ns, 0)))
+        self._released[ns] = released
+
     def batch(self, statuses: Mapping[str, Row], incidents: Sequence[Row], *,
               disagreeing: int, seconds: float) -> None:
         """One micro-batch's statuses and the incidents delivered. O(rows)."""
         added = 0
-        for status in statuses.values():
+        for key, status in statuses.items():
             for ns, count in status["live_brokers"].items():
                 self.live.labels(ns=ns).set(count)
+            self._files(key, status)
             for row in status["name_servers"]:
                 added += row["records"] - self._records.get(row["ns"], 0)
                 self._records[row["ns"]] = row["records"]

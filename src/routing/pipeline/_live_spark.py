@@ -10,8 +10,8 @@ The query (`start_watch`):
 3. **replay** (``groupBy(ns).applyInPandasWithState``): one `_live.LiveReplay` per name
    server, restored from Spark's state store (the default HDFS-backed provider; the state
    is one binary column, `_live.dump_state`), fed the micro-batch's files of that name
-   server in name order, and stored again: O(new lines + state) a micro-batch, never the
-   whole journal;
+   server in name order (early ones held: `_live.LiveReplay.admit`), and stored again:
+   O(new lines + state) a micro-batch, never the whole journal;
 4. **sink** (``foreachBatch``, `LiveSink`): final rows appended as Parquet and statuses
    (``_live_tables.py``), the topics compared across name servers in event time
    (``_live_topics.TopicWatch``, its state kept per micro-batch in the checkpoint folder),
@@ -20,9 +20,11 @@ The query (`start_watch`):
 A checkpoint folder (Spark's offsets, commits and state, plus the incident log's marker)
 makes a restart continue where the last committed micro-batch ended; a micro-batch Spark
 runs again after a crash produces the same rows and incidents, which the sink writes to
-the same files and does not deliver twice. Files of one name server must appear in name
-order (the rotation's rule: a complete file is renamed into place); within a micro-batch
-they are read in name order. All times are ms.
+the same files and does not deliver twice. A name server's files are read in name order
+within a micro-batch, and a rotated file that arrives before an earlier one is held in
+its state for it, up to ``reorder_wait_ms`` (``_live_order.py``). On Spark Connect the
+sink runs on the server: incidents go to a file, relayed by the client
+(``_live_relay.py``). All times are ms.
 """
 
 from __future__ import annotations
@@ -38,8 +40,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .._validate import check_int
+from ._connect import is_connect, session_parallelism
+from ._errors import WatchUnsupported
 from ._files import kind_in_folder
 from ._live import INCIDENT, STATUS, LiveReplay, dump_state, load_state, split_file
+from ._live_order import DEFAULT_REORDER_WAIT_MS
+from ._live_relay import DELIVERED_MARKER
 from ._live_tables import read_live, tables_of, write_atomic, write_batch_tables, write_status
 from ._live_topics import TopicWatch
 from ._schema import Row
@@ -83,25 +90,34 @@ def _split(folder: str, root: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     return split
 
 
-def _replay(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
-    """One name server's files of the micro-batch, replayed after its stored state."""
-    import pickle
+def _replay(wait_ms: int) -> Callable[[tuple[Any, ...], Iterator[Any], Any], Iterator[Any]]:
+    def replay(key: tuple[Any, ...], frames: Iterator[Any], state: Any) -> Iterator[Any]:
+        """One name server's files of the micro-batch, replayed after its stored state:
+        in name order, early rotated files held (``_live_order.py``; the hold's bound is
+        checked when the name server's next files arrive: no Spark timeout, which would
+        keep an ``availableNow`` query from ending)."""
+        import pickle
 
-    import pandas as pd
+        import pandas as pd
 
-    pieces: list[tuple[str, int, bytes]] = []
-    for frame in frames:
-        pieces += zip(frame["source"], frame["part"], frame["payload"], strict=True)
-    replay = load_state(bytes(state.get[0])) if state.exists else LiveReplay()
-    out: list[tuple[str, str, str]] = []
-    name = key[0]
-    for _source, _part, payload in sorted(pieces, key=lambda p: (p[0], p[1])):
-        lines, notes = pickle.loads(payload)
-        for table, row in replay.feed(lines, notes):
-            out.append((table, name, json.dumps(row)))
-    out.append((STATUS, name, json.dumps(replay.status())))
-    state.update((dump_state(replay),))
-    yield pd.DataFrame(out, columns=["kind", "key", "body"])
+        pieces: list[tuple[str, int, bytes]] = []
+        for frame in frames:
+            pieces += zip(frame["source"], frame["part"], frame["payload"], strict=True)
+        replay = load_state(bytes(state.get[0])) if state.exists else LiveReplay()
+        now = int(state.getCurrentProcessingTimeMs())
+        name = key[0]
+        if name:
+            batches = replay.admit(pieces, now, wait_ms)
+        else:  # lines naming no name server, rows about whole files: never held
+            batches = [pickle.loads(p[2]) for p in sorted(pieces, key=lambda p: (p[0], p[1]))]
+        out: list[tuple[str, str, str]] = []
+        for lines, notes in batches:
+            for table, row in replay.feed(lines, notes):
+                out.append((table, name, json.dumps(row)))
+        out.append((STATUS, name, json.dumps(replay.status())))
+        state.update((dump_state(replay),))
+        yield pd.DataFrame(out, columns=["kind", "key", "body"])
+    return replay
 
 
 class IncidentLog:
@@ -226,11 +242,26 @@ def write_live_tables(out_dir: str | os.PathLike[str], *, at: Sequence[int] = ()
     return target
 
 
+def _check_connect(incidents: object, metrics: object) -> None:
+    """On Spark Connect the sink runs in a server-side process: incidents must go to a
+    file and metrics be relayed by the client (`_live_relay.LiveRelay`)."""
+    if not isinstance(incidents, str | os.PathLike):
+        raise WatchUnsupported(
+            "on Spark Connect, incidents must go to a file (the sink runs on the server): "
+            "relay them to a stream with routing.pipeline.LiveRelay",
+            field="incidents", value=repr(incidents))
+    if metrics is not None:
+        raise WatchUnsupported(
+            "on Spark Connect, metrics are updated by the client: pass metrics to "
+            "routing.pipeline.LiveRelay instead", field="metrics", value=repr(metrics))
+
+
 def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.PathLike[str],
                 checkpoint: str | os.PathLike[str], *,
                 incidents: str | os.PathLike[str] | IO[str] | None = None,
                 trigger_ms: int | None = None, available_now: bool = False,
                 max_files: int | None = None, metrics: Any = None,
+                reorder_wait_ms: int | None = None,
                 between: Callable[[int], object] | None = None) -> Any:
     """Start watching ``folder`` on ``spark``; return the ``StreamingQuery`` (stop it, or
     wait: `available_now` processes what is there and ends).
@@ -239,8 +270,13 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     ``tables_of``), ``checkpoint`` Spark's checkpoint and the incident marker; incidents
     go to ``incidents`` (a path, appended; or a text stream; default stdout).
     ``trigger_ms``: the micro-batch interval (default: as soon as the last one ends);
-    ``max_files``: at most this many new files a micro-batch. ``between`` (tests) runs
-    after a batch's incidents are written, before they are marked delivered.
+    ``max_files``: at most this many new files a micro-batch. ``reorder_wait_ms``: how long
+    (processing time) a name server's rotated file that arrives before an earlier one is
+    held for it (``_live_order.py``; 0: never held, the gap reported at once; default
+    `DEFAULT_REORDER_WAIT_MS`, 0 with ``available_now``: nothing more will arrive);
+    `routing.InvalidRequest` naming it if negative.
+    ``between`` (tests) runs after a batch's incidents are written, before they are
+    marked delivered.
 
     Cost a micro-batch: O(new lines) of Python work (one JSON parse a line to split, the
     batch engine's replay, about 5 µs a record on its steady lane) plus O(state) per name
@@ -248,6 +284,12 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     groups), a shuffle of the split lines by name server, and the sink's O(rows) writes."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    if reorder_wait_ms is None:
+        reorder_wait_ms = 0 if available_now else DEFAULT_REORDER_WAIT_MS
+    check_int("reorder_wait_ms", reorder_wait_ms, low=0)
+    connect = is_connect(spark)
+    if connect:
+        _check_connect(incidents, metrics)
     kill_at = os.environ.get(KILL_AT_BATCH_ENV)
     if between is None and kill_at is not None:
         between = _killer(int(kill_at))
@@ -258,14 +300,18 @@ def start_watch(spark: Any, folder: str | os.PathLike[str], out_dir: str | os.Pa
     marks = Path(checkpoint)
     marks.mkdir(parents=True, exist_ok=True)
     log = IncidentLog(sys.stdout if incidents is None else incidents,
-                      marks / "incidents-delivered.json")
+                      marks / DELIVERED_MARKER)
+    if connect and not (marks / "spark").exists():
+        # a new query's state partitions (Connect servers default to 200 a batch)
+        spark.conf.set("spark.sql.shuffle.partitions", str(2 * session_parallelism(spark)))
     reader = spark.readStream.format("binaryFile").schema(_FILE_SCHEMA)
     if max_files is not None:
         reader = reader.option("maxFilesPerTrigger", max_files)
     files = reader.load(root).select("path", "content")
     lines = files.mapInPandas(_split(given, root), _SPLIT_SCHEMA)
     rows = lines.groupBy("key").applyInPandasWithState(
-        _replay, _OUT_SCHEMA, _STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout)
+        _replay(reorder_wait_ms), _OUT_SCHEMA, _STATE_SCHEMA, "append",
+        GroupStateTimeout.NoTimeout)
     sink = LiveSink(out, log, metrics, topics=marks / "topics", between=between)
     writer = rows.writeStream.foreachBatch(sink).queryName("routing-watch") \
         .option("checkpointLocation", str(marks / "spark"))
