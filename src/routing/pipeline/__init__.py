@@ -14,7 +14,8 @@ tables, **summarize** — and return the same rows (the differential tests compa
 Streaming over a folder of rotated journals: incidents as they happen, the final rows
 appended per micro-batch; `live_tables` (`write_live_tables`: as Parquet) are the tables
 they add up to (equal to the batch run's once a folder is consumed); `LiveMetrics` its
-Prometheus metrics (`parse_host_port` reads ``--metrics``).
+Prometheus metrics (`parse_host_port` reads ``--metrics``); `WATCH_SETTINGS` the Spark
+settings a long-running watcher's session starts with (bounded memory).
 
 `TABLES` describes every table (``docs/pipeline.md`` too). `check_inputs` checks journal
 paths before any work starts; `summarize_rows`, `render_summary`, `summary_json`,
@@ -36,7 +37,7 @@ from ._errors import InputError, JournalNotFound, RejectedRecords, SparkUnavaila
 from ._files import InputCheck, check_inputs
 from ._incidents import DEFAULT_INCIDENT_GAP_MS
 from ._live_metrics import LiveMetrics, parse_host_port
-from ._live_spark import live_tables, start_watch, write_live_tables
+from ._live_spark import WATCH_SETTINGS, live_tables, start_watch, write_live_tables
 from ._reference import analyze_local, analyze_local_to
 from ._report import write_report
 from ._schema import TABLES, Column, Table
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = (
     "DEFAULT_INCIDENT_GAP_MS",
     "TABLES",
+    "WATCH_SETTINGS",
     "Analysis",
     "Column",
     "InputCheck",
