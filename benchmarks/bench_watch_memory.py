@@ -69,8 +69,8 @@ def tree(root: int) -> list[int]:
     return out
 
 
-def process(pid: int, root: int) -> tuple[str, int, float] | None:
-    """(kind, RSS kB, CPU s) of ``pid``, or None once it is gone."""
+def process(pid: int, root: int) -> tuple[str, int, float, int] | None:
+    """(kind, RSS kB, CPU s, parent pid) of ``pid``, or None once it is gone."""
     try:
         with open(f"/proc/{pid}/status") as handle:
             rss = next((int(line.split()[1]) for line in handle if line.startswith("VmRSS")),
@@ -90,7 +90,24 @@ def process(pid: int, root: int) -> tuple[str, int, float] | None:
         kind = "workers"
     else:
         kind = "other"
-    return kind, rss, cpu
+    return kind, rss, cpu, int(fields[1])
+
+
+def tally(found: dict[int, tuple[str, int, float, int]]
+          ) -> tuple[dict[str, float], float, int | None]:
+    """MB by kind, CPU s and the JVM's pid (the first found) of `process` rows by pid. A JVM
+    whose parent is a JVM is that JVM forked to run a command (Hadoop's ``chmod`` of a
+    checkpoint file) and not yet replaced by it: its RSS is its parent's pages, counted once."""
+    mb = dict.fromkeys(KINDS, 0.0)
+    cpu = 0.0
+    jvm = None
+    for pid, (kind, rss, seconds, parent) in found.items():
+        if kind == "jvm" and parent in found and found[parent][0] == "jvm":
+            continue
+        mb[kind] += rss / 1024
+        cpu += seconds
+        jvm = pid if jvm is None and kind == "jvm" else jvm
+    return mb, cpu, jvm
 
 
 def live_heap(pid: int, keep: Path | None = None, at: float = 0.0) -> float | None:
@@ -200,15 +217,9 @@ def _run(args: argparse.Namespace, work: Path, sim_err: Any, watch_err: Any
             heap_at = 0.0
             while time.time() - started < args.minutes * 60 and watch.poll() is None:
                 now = time.time()
-                mb = dict.fromkeys(KINDS, 0.0)
-                cpu = 0.0
-                jvm = None
-                for pid in tree(watch.pid):
-                    got = process(pid, watch.pid)
-                    if got is not None:
-                        mb[got[0]] += got[1] / 1024
-                        cpu += got[2]
-                        jvm = pid if jvm is None and got[0] == "jvm" else jvm
+                found = {pid: got for pid in tree(watch.pid)
+                         if (got := process(pid, watch.pid)) is not None}
+                mb, cpu, jvm = tally(found)
                 seen = metrics(args.port)
                 row = {"s": now - started, "epoch": now, **mb, "total": sum(mb.values()),
                        "cpu": cpu, "load1": os.getloadavg()[0], **seen}

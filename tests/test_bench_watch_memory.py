@@ -18,6 +18,7 @@ from benchmarks.bench_watch_memory import (  # noqa: E402
     process,
     slope,
     summarize,
+    tally,
     tree,
 )
 
@@ -36,6 +37,7 @@ def test_the_tree_holds_a_grandchild_and_its_memory_is_read() -> None:
         assert child.pid in pids and grandchild in pids
         got = process(os.getpid(), os.getpid())
         assert got is not None and got[0] == "driver" and got[1] > 1000
+        assert got[3] == os.getppid()
     finally:
         assert child.stdin is not None
         child.stdin.close()
@@ -94,3 +96,12 @@ def test_the_report_gives_the_live_heap_slope_over_the_window() -> None:
     assert live["start_mb"] == 80.0 and live["end_mb"] == 94.5 and live["samples"] == 30
     assert live["slope_last_20_min_mb_per_min"] == 0.5
     assert report["jvm"]["slope_last_20_min_mb_per_min"] == 0.0
+
+
+def test_a_jvm_forked_by_the_jvm_is_counted_once() -> None:
+    found = {10: ("driver", 150 * 1024, 1.0, 1), 11: ("jvm", 500 * 1024, 2.0, 10),
+             12: ("jvm", 500 * 1024, 0.0, 11),  # the JVM forked for a chmod
+             13: ("workers", 300 * 1024, 0.5, 11)}
+    mb, cpu, jvm = tally(found)
+    assert mb == {"driver": 150.0, "jvm": 500.0, "workers": 300.0, "other": 0.0}
+    assert cpu == 3.5 and jvm == 11
