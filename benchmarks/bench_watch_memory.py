@@ -15,6 +15,13 @@ read, from ``routing_watch_lag_seconds`` and the speed; the simulator runs with
 read; it includes up to one rotation interval: a record is read once its file is
 closed), records/s, the tree's CPU (% of one core) and the load average.
 
+Every ``--heap-every`` s it also asks the JVM for its class histogram (``jcmd <jvm>
+GC.class_histogram``, which runs a full collection first): the total is the JVM's *live*
+heap (MB, column ``jvm_live_mb``), reported like RSS (start, end, slope). RSS alone
+cannot tell a leak from a heap that merely expands towards ``-Xmx`` while its live set
+is flat. ``--histograms DIR`` keeps each histogram (``live-<s>.txt``) for a diff of what
+grows.
+
 Run: ``PYTHONPATH=src python -m benchmarks.bench_watch_memory --minutes 30`` (defaults:
 20 groups at speed 40, about 190 records/s — two 1 000-broker fleets' worth; 10 s samples).
 """
@@ -36,6 +43,9 @@ from pathlib import Path
 from typing import Any
 
 KINDS = ("driver", "jvm", "workers", "other")
+#: The column of the JVM's live heap after a full collection (MB), sampled every
+#: ``--heap-every`` s.
+LIVE = "jvm_live"
 METRICS = ("routing_watch_lag_seconds", "routing_watch_records_total",
            "routing_watch_records_per_second", "routing_watch_batch_seconds")
 
@@ -59,8 +69,8 @@ def tree(root: int) -> list[int]:
     return out
 
 
-def process(pid: int, root: int) -> tuple[str, int, float] | None:
-    """(kind, RSS kB, CPU s) of ``pid``, or None once it is gone."""
+def process(pid: int, root: int) -> tuple[str, int, float, int] | None:
+    """(kind, RSS kB, CPU s, parent pid) of ``pid``, or None once it is gone."""
     try:
         with open(f"/proc/{pid}/status") as handle:
             rss = next((int(line.split()[1]) for line in handle if line.startswith("VmRSS")),
@@ -80,7 +90,50 @@ def process(pid: int, root: int) -> tuple[str, int, float] | None:
         kind = "workers"
     else:
         kind = "other"
-    return kind, rss, cpu
+    return kind, rss, cpu, int(fields[1])
+
+
+def tally(found: dict[int, tuple[str, int, float, int]]
+          ) -> tuple[dict[str, float], float, int | None]:
+    """MB by kind, CPU s and the JVM's pid (the first found) of `process` rows by pid. A JVM
+    whose parent is a JVM is that JVM forked to run a command (Hadoop's ``chmod`` of a
+    checkpoint file) and not yet replaced by it: its RSS is its parent's pages, counted once."""
+    mb = dict.fromkeys(KINDS, 0.0)
+    cpu = 0.0
+    jvm = None
+    for pid, (kind, rss, seconds, parent) in found.items():
+        if kind == "jvm" and parent in found and found[parent][0] == "jvm":
+            continue
+        mb[kind] += rss / 1024
+        cpu += seconds
+        jvm = pid if jvm is None and kind == "jvm" else jvm
+    return mb, cpu, jvm
+
+
+def live_heap(pid: int, keep: Path | None = None, at: float = 0.0) -> float | None:
+    """The live heap (MB) of the JVM ``pid``: the total of ``jcmd PID GC.class_histogram``
+    (a full collection, then every live object counted), or None if jcmd fails. ``keep``:
+    a folder to write the histogram to (``live-<at>.txt``). Stops the JVM for the
+    collection: about 0.1–1 s on a 100–300 MB heap."""
+    try:
+        got = subprocess.run(["jcmd", str(pid), "GC.class_histogram"], capture_output=True,
+                             text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    total = histogram_total(got.stdout)
+    if total is not None and keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        (keep / f"live-{int(at):05d}.txt").write_text(got.stdout)
+    return total
+
+
+def histogram_total(text: str) -> float | None:
+    """The bytes of a class histogram's ``Total`` line, in MB (None without one)."""
+    for line in reversed(text.splitlines()):
+        fields = line.split()
+        if len(fields) == 3 and fields[0] == "Total":
+            return int(fields[2]) / 2**20
+    return None
 
 
 def metrics(port: int) -> dict[str, float]:
@@ -118,6 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--settle", type=float, default=60, help="start sample after (s)")
     ap.add_argument("--window", type=float, default=20, help="slope over the last (min)")
     ap.add_argument("--port", type=int, default=9931)
+    ap.add_argument("--heap-every", type=float, default=60,
+                    help="live heap (jcmd GC.class_histogram) every (s); 0: never")
+    ap.add_argument("--histograms", default=None, help="keep each histogram in this folder")
+    ap.add_argument("--watch-arg", action="append", default=[],
+                    help="an extra argument for routing watch (repeatable)")
     ap.add_argument("--csv", default="watch-memory.csv")
     ap.add_argument("--work", default=None, help="folder (default: a temporary one)")
     args = ap.parse_args(argv)
@@ -147,29 +205,34 @@ def _run(args: argparse.Namespace, work: Path, sim_err: Any, watch_err: Any
     watch = subprocess.Popen([*routing, "watch", str(work / "journals"), "--out",
                               str(work / "out"), "--incidents", str(work / "incidents.jsonl"),
                               "--metrics", f"127.0.0.1:{args.port}", "--trigger",
-                              str(args.trigger)],
+                              str(args.trigger), *args.watch_arg],
                              stdout=subprocess.DEVNULL, stderr=watch_err)
     samples: list[dict[str, Any]] = []
     try:
         with open(args.csv, "w", newline="") as handle:
             out = csv.writer(handle)
-            out.writerow(["s", *(f"{k}_mb" for k in KINDS), "total_mb", "cpu_s", "load1",
-                          *METRICS])
+            out.writerow(["s", *(f"{k}_mb" for k in KINDS), "total_mb", f"{LIVE}_mb",
+                          "cpu_s", "load1", *METRICS])
+            keep = Path(args.histograms) if args.histograms else None
+            heap_at = 0.0
             while time.time() - started < args.minutes * 60 and watch.poll() is None:
                 now = time.time()
-                mb = dict.fromkeys(KINDS, 0.0)
-                cpu = 0.0
-                for pid in tree(watch.pid):
-                    got = process(pid, watch.pid)
-                    if got is not None:
-                        mb[got[0]] += got[1] / 1024
-                        cpu += got[2]
+                found = {pid: got for pid in tree(watch.pid)
+                         if (got := process(pid, watch.pid)) is not None}
+                mb, cpu, jvm = tally(found)
                 seen = metrics(args.port)
                 row = {"s": now - started, "epoch": now, **mb, "total": sum(mb.values()),
                        "cpu": cpu, "load1": os.getloadavg()[0], **seen}
+                if (args.heap_every and jvm is not None and now - started >= args.settle
+                        and now - heap_at >= args.heap_every):
+                    heap_at = now
+                    live = live_heap(jvm, keep, now - started)
+                    if live is not None:
+                        row[LIVE] = live
                 samples.append(row)
                 out.writerow([f"{row['s']:.1f}", *(f"{mb[k]:.1f}" for k in KINDS),
-                              f"{row['total']:.1f}", f"{cpu:.1f}", f"{row['load1']:.2f}",
+                              f"{row['total']:.1f}", f"{row[LIVE]:.1f}" if LIVE in row else "",
+                              f"{cpu:.1f}", f"{row['load1']:.2f}",
                               *(seen.get(m, "") for m in METRICS)])
                 handle.flush()
                 time.sleep(max(0.0, args.every - (time.time() - now)))
@@ -197,6 +260,14 @@ def summarize(samples: list[dict[str, Any]], args: argparse.Namespace) -> dict[s
             s[kind] for s in run)), "end_mb": round(run[-1][kind]),
             f"slope_last_{args.window:g}_min_mb_per_min": round(
                 slope([(s["s"], s[kind]) for s in last]), 3)}
+    heap = [s for s in run if LIVE in s]
+    if heap:
+        report[LIVE] = {"start_mb": round(heap[0][LIVE], 1), "peak_mb": round(max(
+            s[LIVE] for s in heap), 1), "end_mb": round(heap[-1][LIVE], 1),
+            f"slope_last_{args.window:g}_min_mb_per_min": round(
+                slope([(s["s"], s[LIVE]) for s in heap
+                       if s["s"] >= end_s - args.window * 60]), 3),
+            "samples": len(heap)}
     # on simulated journal times the gauge is (wall now − newest simulated s read): the
     # newest read is that far into the run, the simulation is s · speed into it
     lags = sorted((s["s"] * args.speed - (s["epoch"] - s["routing_watch_lag_seconds"]))

@@ -23,6 +23,7 @@ from rich.console import Console
 from .. import InvalidRequest
 from ..pipeline import (
     DEFAULT_REORDER_WAIT_MS,
+    WATCH_SETTINGS,
     LiveMetrics,
     LiveRelay,
     SparkUnavailable,
@@ -120,7 +121,7 @@ def watch_command(folder: str, out_dir: str, checkpoint: str | None, incidents: 
             where = master or default_master()
             owned = SparkSession.getActiveSession() is None
             spark = spark_session(where, app_name="routing-watch",
-                                  driver_memory=driver_memory)
+                                  driver_memory=driver_memory, conf=WATCH_SETTINGS)
     except SparkUnavailable as exc:
         raise click.ClickException(str(exc)) from None
     except InvalidRequest as exc:

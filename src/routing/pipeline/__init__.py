@@ -15,7 +15,8 @@ Streaming over a folder of rotated journals: incidents as they happen, the final
 appended per micro-batch; `live_tables` (`write_live_tables`: as Parquet) are the tables
 they add up to (equal to the batch run's once a folder is consumed); `LiveMetrics` its
 Prometheus metrics (`parse_host_port` reads ``--metrics``); on Spark Connect, `LiveRelay`
-copies the delivered incidents and metrics to the client.
+copies the delivered incidents and metrics to the client; `WATCH_SETTINGS` the Spark
+settings a long-running watcher's session starts with (bounded memory).
 
 `TABLES` describes every table (``docs/pipeline.md`` too). `check_inputs` checks journal
 paths before any work starts; `summarize_rows`, `render_summary`, `summary_json`,
@@ -46,7 +47,7 @@ from ._incidents import DEFAULT_INCIDENT_GAP_MS
 from ._live_metrics import LiveMetrics, parse_host_port
 from ._live_order import DEFAULT_REORDER_WAIT_MS
 from ._live_relay import LiveRelay
-from ._live_spark import live_tables, start_watch, write_live_tables
+from ._live_spark import WATCH_SETTINGS, live_tables, start_watch, write_live_tables
 from ._reference import analyze_local, analyze_local_to
 from ._report import write_report
 from ._schema import TABLES, Column, Table
@@ -70,6 +71,7 @@ __all__ = (
     "DEFAULT_INCIDENT_GAP_MS",
     "DEFAULT_REORDER_WAIT_MS",
     "TABLES",
+    "WATCH_SETTINGS",
     "Analysis",
     "Column",
     "InputCheck",

@@ -51,8 +51,31 @@ from ._live_tables import read_live, tables_of, write_atomic, write_batch_tables
 from ._live_topics import TopicWatch
 from ._schema import Row
 
-__all__ = ["KILL_AT_BATCH_ENV", "IncidentLog", "LiveSink", "live_tables", "start_watch",
-           "write_live_tables"]
+__all__ = ["KILL_AT_BATCH_ENV", "WATCH_SETTINGS", "IncidentLog", "LiveSink", "live_tables",
+           "start_watch", "write_live_tables"]
+
+#: Spark settings for a session that runs a watcher for hours (``routing watch`` starts its
+#: session with them; they must be set before the session starts). Spark keeps the data
+#: of its status pages (jobs, stages, tasks, SQL executions) even with the UI off, up to
+#: 1 000 jobs, stages and executions and 100 000 tasks: a watcher runs about 1 job, 2
+#: stages, 7 tasks and 2 executions a micro-batch, so that store alone grew for the first
+#: ~500 micro-batches (10–25 kB each); here it keeps the last 50. The context cleaner
+#: removes a finished micro-batch's shuffle files and accumulators only once a collection
+#: has found them unreachable, and the old generation is collected rarely (its own
+#: periodic collection: every 30 min by default): every 5 min here (cost: one full
+#: collection of the watcher's ~100 MB heap, a fraction of a second). Each micro-batch
+#: reads its new files through a file index that caches their listing under a key of its
+#: own (never looked up again) in Spark's shared file-status cache, which keeps it up to
+#: 250 MB: about 1 kB a file, kept 60 s here.
+WATCH_SETTINGS: dict[str, str] = {
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "500",
+    "spark.sql.ui.retainedExecutions": "50",
+    "spark.ui.dagGraph.retainedRootRDDs": "50",
+    "spark.cleaner.periodicGC.interval": "5min",
+    "spark.sql.metadataCacheTTLSeconds": "60",
+}
 
 #: Testing only (fault injection): a micro-batch id. The watcher SIGKILLs its own process
 #: right after that batch's incidents are written, before they are marked delivered and
@@ -188,7 +211,13 @@ class LiveSink:
         final: dict[str, list[Row]] = {}
         statuses: dict[str, Row] = {}
         incidents: list[Row] = []
-        for kind, key, body in frame.select("kind", "key", "body").toLocalIterator():
+        # collect(), not toLocalIterator(): Spark 4's scheduler files each job under its
+        # SQL execution (``DAGScheduler.activeQueryToJobs``, for rollbacks) and forgets
+        # them when the execution ends; toLocalIterator's execution ends as soon as its
+        # socket is served, and the jobs it then runs (one a partition) are filed after
+        # that and never forgotten, each with its stages, accumulators and result: about
+        # 0.75 MB of heap a micro-batch (docs/performance.md, the watcher's memory)
+        for kind, key, body in frame.select("kind", "key", "body").collect():
             row = json.loads(body)
             if kind == STATUS:
                 statuses[key] = row
