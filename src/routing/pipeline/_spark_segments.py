@@ -92,9 +92,10 @@ class _Task:
 #: The replay runs at least this many tasks (when there are that many segments): on a
 #: few cores, neighbouring segments of a name server share a task (one Python task's
 #: start, one snapshot restore and one boundary check per task instead of per segment:
-#: about 0.25 s each on the fleet shape, docs/performance.md), yet total task time ÷
-#: longest task stays above 16 when the longest segment costs 4× the mean.
-MIN_TASKS = 40
+#: about 0.25 CPU s each on the fleet shape, docs/performance.md), yet total task time ÷
+#: longest task stays above 16 though the longest segment costs 4× the mean (the fleet
+#: shape's quiet task times regrouped: 21 with 60 tasks, 17.5 with 40, 11 with 24).
+MIN_TASKS = 60
 #: ... or this many per task slot, so that more cores get more, smaller tasks (up to one
 #: per segment: 30 slots or more split the 120 segments of the fleet shape fully).
 TASKS_PER_SLOT = 4
