@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from routing._errors import InvariantViolation
 from routing.pipeline._segment_files import FileSegments, plan_runs
 
 
@@ -59,5 +60,5 @@ def test_the_fleet_shape_on_two_cores_runs_sixty_tasks():
 
 @pytest.mark.parametrize("firsts", [[], [1, 2], [0, 2, 2], [0, 3, 1]])
 def test_grouping_needs_rising_firsts_from_zero(firsts):
-    with pytest.raises(ValueError, match="firsts"):
+    with pytest.raises(InvariantViolation, match="firsts"):
         _journal([5, 5, 5, 5]).grouped(firsts)

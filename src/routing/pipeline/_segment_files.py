@@ -19,6 +19,7 @@ from typing import BinaryIO
 
 import attrs
 
+from .._errors import InvariantViolation
 from ..journal import SNAPSHOT_PREFIX
 from ._segments import SegLine
 
@@ -103,7 +104,7 @@ class FileSegments:
         each run of neighbouring segments becomes one segment, its inner snapshots read
         as the whole replay reads them. O(segments)."""
         if not firsts or firsts[0] != 0 or any(a >= b for a, b in itertools.pairwise(firsts)):
-            raise ValueError(f"firsts: {list(firsts)!r} must rise from 0")
+            raise InvariantViolation([f"firsts: {list(firsts)!r} must rise from 0"])
         return attrs.evolve(self, starts=tuple(self.starts[k] for k in firsts),
                             positions=tuple(self.positions[k] for k in firsts))
 
