@@ -45,10 +45,13 @@ class NsSplit:
     replayed_again: int
 
 
-def replay_split(ns: str, lines: Sequence[Line]) -> NsSplit:
-    """Split, replay every segment on its own, take each result behind a clean boundary
-    and a continuation behind a dirty one, then stitch."""
+def replay_split(ns: str, lines: Sequence[Line], group: int = 1) -> NsSplit:
+    """Split, replay every run of ``group`` neighbouring segments on its own (one task
+    each; 1: every segment alone), take each result behind a clean boundary and a
+    continuation behind a dirty one, then stitch."""
     starts = segment_starts(text for _s, _n, text in lines)
+    segments = len(starts)
+    starts = starts[::group]  # a run of neighbouring segments: one segment, cut once
     bounds = [*starts, len(lines)]
     sizes = [b - a for a, b in itertools.pairwise(bounds)]
     seg_lines: list[SegLine] = [(s, n, t, None) for s, n, t in lines]
@@ -72,17 +75,18 @@ def replay_split(ns: str, lines: Sequence[Line]) -> NsSplit:
     rows.extend(("sessions", row) for row in sessions)
     rejected = [row for table, row in rows if table == "rejected"]
     return NsSplit(rows=[(t, r) for t, r in rows if t != "rejected"], stats=stats,
-                   rejected=rejected, segments=len(sizes), replayed_again=sum(
+                   rejected=rejected, segments=segments, replayed_again=sum(
                        o.last - o.first for o in used))
 
 
 _SWEEP_ORDER = itemgetter(0, 1, 2)
 
 
-def analyze_split(sources: Mapping[str, Iterable[str]], *, at: Sequence[int] = ()
-                  ) -> tuple[dict[str, list[Row]], dict[str, NsSplit]]:
+def analyze_split(sources: Mapping[str, Iterable[str]], *, at: Sequence[int] = (),
+                  group: int = 1) -> tuple[dict[str, list[Row]], dict[str, NsSplit]]:
     """`analyze_local` over ``{source: lines}`` with every name server split at its
-    snapshots; also each name server's `NsSplit` (segment counts)."""
+    snapshots, ``group`` neighbouring segments a task; also each name server's `NsSplit`
+    (segment counts)."""
     by_ns: dict[str, list[Line]] = {}
     keyless: list[Line] = []
     for source, lines in sources.items():
@@ -96,7 +100,7 @@ def analyze_split(sources: Mapping[str, Iterable[str]], *, at: Sequence[int] = (
     stats: dict[str, NsStats] = {}
     splits: dict[str, NsSplit] = {}
     for ns in sorted(by_ns):
-        split = splits[ns] = replay_split(ns, by_ns[ns])
+        split = splits[ns] = replay_split(ns, by_ns[ns], group)
         for table, row in split.rows:
             out.add(table, row)
             if table == "route_changes":

@@ -27,13 +27,19 @@ def _sim(seed: int, *, every_ms: int = 300_000, faults: str = "heavy", **kw: obj
     return {f"{ns}.jsonl": result.journal_lines(ns) for ns in result.nameserver_ids}
 
 
-def _same(journals: dict[str, list[str]]) -> dict[str, object]:
-    split, info = analyze_split(journals, at=(600_000, 1_800_000))
+def _same(journals: dict[str, list[str]], *, groups: tuple[int, ...] = (1, 3)
+          ) -> dict[str, object]:
+    """The split's tables equal the reference's with every segment a task (its info is
+    returned) and with ``groups`` neighbouring segments a task."""
     whole = analyze_local(journals, at=(600_000, 1_800_000))
-    assert split.keys() == whole.keys()
-    for table in whole:
-        assert split[table] == whole[table], table
-    return info  # type: ignore[return-value]
+    infos = []
+    for group in groups:
+        split, info = analyze_split(journals, at=(600_000, 1_800_000), group=group)
+        assert split.keys() == whole.keys()
+        for table in whole:
+            assert split[table] == whole[table], (group, table)
+        infos.append(info)
+    return infos[0]  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("seed", [5, 6, 7])
@@ -116,5 +122,16 @@ def test_drawn_operation_sequences_split_and_stitch_equal(ops):
 
     with mock.patch.object(_scenarios, "JournalRecorder", with_snapshots):
         journals = _scenarios.play(ops, nameservers=2, config=2)
-    _same(journals)
-    _same(_scenarios.damage(journals, len(ops)))
+    _same(journals, groups=(1, 2))
+    _same(_scenarios.damage(journals, len(ops)), groups=(1, 3))
+
+
+def test_runs_of_neighbouring_segments_cover_them_once_and_equal_the_reference():
+    journals = _sim(6)
+    one = analyze_split(journals)[1]
+    for group in (2, 4, 100):  # 100: every name server's segments in one task
+        split, info = analyze_split(journals, group=group)
+        assert split == analyze_split(journals)[0]
+        for ns, s in info.items():
+            assert s.segments == one[ns].segments
+            assert s.replayed_again == 0

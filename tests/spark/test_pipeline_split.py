@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pipeline_scenarios import damage
-from routing.pipeline import analyze, analyze_local
+from routing.pipeline import _spark_segments, analyze, analyze_local
 from routing.pipeline._schema import rows_equal
 from routing.sim import SimConfig, simulate
 
@@ -65,10 +65,9 @@ def test_journals_with_snapshots_and_restarts_replay_as_one_task_per_segment(
     assert set(_equal(spark, folder, "ns-whole").values()) == {1}  # the switch: whole
 
 
-def test_dirty_boundaries_are_replayed_again_as_continuations(spark: Any,
-                                                              tmp_path: Path) -> None:
-    journals = _journals(6)
-    segments = {ns: len(_snapshots(lines)) + 1 for ns, lines in journals.items()}
+def _damage(journals: dict[str, list[str]]) -> None:
+    """Dirty boundaries in every name server's journal: ns-0 two damaged snapshot lines,
+    ns-1 a table definition lost, ns-2 bad lines (`damage`)."""
     lines = journals["ns-0"]
     cut = _snapshots(lines)[3]
     lines[cut] = lines[cut][:200]  # not JSON: not a snapshot line any more
@@ -80,6 +79,13 @@ def test_dirty_boundaries_are_replayed_again_as_continuations(spark: Any,
     cut = _snapshots(lines)[4]
     del lines[next(i for i in range(cut - 1, 0, -1) if '"table"' in lines[i])]
     journals["ns-2"] = damage({"x": journals["ns-2"]}, 6)["x"]
+
+
+def test_dirty_boundaries_are_replayed_again_as_continuations(spark: Any,
+                                                              tmp_path: Path) -> None:
+    journals = _journals(6)
+    segments = {ns: len(_snapshots(lines)) + 1 for ns, lines in journals.items()}
+    _damage(journals)
     parts = _equal(spark, _write(tmp_path, {f"{ns}.jsonl": lines
                                             for ns, lines in journals.items()}))
     # each damaged snapshot line makes its boundary dirty: the segment before goes on
@@ -88,6 +94,25 @@ def test_dirty_boundaries_are_replayed_again_as_continuations(spark: Any,
     assert parts["ns-1"] < segments["ns-1"]
     # bad lines (one of a name server without a header among them) split as before
     assert parts["ns-2"] >= segments["ns-2"] - 1
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_few_task_slots_replay_runs_of_neighbouring_segments_equal(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool) -> None:
+    # 9 tasks for 3 name servers of about 10 segments: 3 runs of neighbouring segments
+    # each; behind a dirty boundary a continuation goes on from the run before
+    monkeypatch.setattr(_spark_segments, "MIN_TASKS", 9)
+    monkeypatch.setattr(_spark_segments, "TASKS_PER_SLOT", 1)
+    journals = _journals(6)
+    assert all(len(_snapshots(lines)) + 1 >= 9 for lines in journals.values())
+    if damaged:
+        _damage(journals)
+    parts = _equal(spark, _write(tmp_path, {f"{ns}.jsonl": lines
+                                            for ns, lines in journals.items()}))
+    if damaged:
+        assert all(1 <= n <= 3 for n in parts.values()) and parts["ns-1"] < 3
+    else:
+        assert parts == dict.fromkeys(journals, 3)
 
 
 def test_journals_without_snapshots_replay_each_name_server_whole(spark: Any,

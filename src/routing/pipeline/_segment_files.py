@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import BinaryIO
 
 import attrs
 
+from .._errors import InvariantViolation
 from ..journal import SNAPSHOT_PREFIX
 from ._segments import SegLine
 
-__all__ = ["FileScan", "FileSegments", "lines_from"]
+__all__ = ["FileScan", "FileSegments", "lines_from", "plan_runs"]
 
 #: `routing.journal.SNAPSHOT_PREFIX` (what `snapshot_key` matches), on bytes.
 _SNAPSHOT = re.compile(SNAPSHOT_PREFIX.encode())
@@ -93,6 +94,20 @@ class FileSegments:
         """The line counts of segments ``k`` on (the last one: None, to the end)."""
         return [*(b - a for a, b in itertools.pairwise(self.positions[k:])), None]
 
+    def counts(self) -> list[int]:
+        """Every segment's line count. O(segments)."""
+        ends = [*self.positions[1:], self.total]
+        return [b - a for a, b in zip(self.positions, ends, strict=True)]
+
+    def grouped(self, firsts: Sequence[int]) -> FileSegments:
+        """The same journal cut only before the segments ``firsts`` (0 first, rising):
+        each run of neighbouring segments becomes one segment, its inner snapshots read
+        as the whole replay reads them. O(segments)."""
+        if not firsts or firsts[0] != 0 or any(a >= b for a, b in itertools.pairwise(firsts)):
+            raise InvariantViolation([f"firsts: {list(firsts)!r} must rise from 0"])
+        return attrs.evolve(self, starts=tuple(self.starts[k] for k in firsts),
+                            positions=tuple(self.positions[k] for k in firsts))
+
     def lines(self, k: int) -> Iterator[SegLine]:
         """The journal's lines from segment ``k``'s first on, across its files."""
         index, offset, number = self.starts[k]
@@ -152,3 +167,32 @@ def lines_from(path: str, source: str, offset: int, number: int) -> Iterator[Seg
                 yield source, n, raw.decode("utf-8"), None
             except UnicodeDecodeError:
                 yield source, n, None, raw
+
+
+def plan_runs(journals: Mapping[str, FileSegments], tasks: int) -> dict[str, list[int]]:
+    """Each name server's segments cut into runs of neighbouring segments (the first
+    segment of each run, in order), about ``tasks`` runs in all: a name server gets a
+    share of ``tasks`` by its lines (at least one run, at most one per segment) and its
+    segments go to runs of about equal lines (a segment to the run its middle line falls
+    in). With ``tasks`` at least the segments, every segment is a run of its own.
+    O(segments)."""
+    total = sum(j.total for j in journals.values())
+    alone = tasks >= sum(j.count for j in journals.values())
+    out: dict[str, list[int]] = {}
+    for ns, journal in journals.items():
+        share = round(tasks * journal.total / total) if total else journal.count
+        n = min(journal.count, max(1, share))
+        if alone or n == journal.count:
+            out[ns] = list(range(journal.count))
+            continue
+        firsts: list[int] = []
+        at = 0  # lines before segment k
+        last = -1
+        for k, size in enumerate(journal.counts()):
+            run = min(n - 1, (2 * at + size) * n // (2 * journal.total))
+            if run != last:
+                firsts.append(k)
+                last = run
+            at += size
+        out[ns] = firsts
+    return out

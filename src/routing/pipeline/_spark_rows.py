@@ -117,7 +117,7 @@ def _killing_once(batches: Iterator[Any], marker: str | None) -> Iterator[Any]:
 #: Kinds of row that are not table rows: a read's accepted lines and misrouted line
 #: (``_read_replay.LINE``, ``MISROUTED``), a read task's ``stats`` and ``counts``. Their
 #: kind is their own, with no ``tbl``.
-_KINDS = frozenset({"line", "misrouted", "stats", "counts", "segment"})
+_KINDS = frozenset({"line", "misrouted", "stats", "counts"})
 
 
 def tag_rows(emitted: Iterable[Emitted]) -> Iterator[Row]:

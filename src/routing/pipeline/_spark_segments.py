@@ -10,8 +10,11 @@ GiB, no line parsed). Then:
 1. **one task per segment**: the Python worker opens the file at the segment's byte
    offset, replays its lines with a fresh reader and deriver (``_segments.SegmentRun``),
    reads the next segment's first line as the boundary probe and returns its rows (packed,
-   as the whole-file read's, tagged with the task in ``seg``) and one ``segment`` row, its
-   `SegmentOutcome` (verdict, counts, the sessions to stitch): one job;
+   as the whole-file read's, tagged with the task in ``seg``) and one `PIECE_OUTCOME` row,
+   its `SegmentOutcome` (verdict, counts, the sessions to stitch): one job. When there are
+   more segments than `task_count` (few task slots), a task takes a run of neighbouring
+   segments of one name server instead (``_segment_files.plan_runs``: each run is then
+   one segment, its inner snapshots read as the whole replay reads them);
 2. on the driver, each name server's segments are walked in order (`_segments.walk`);
    behind a dirty boundary (a damaged or lost line, a damaged snapshot) a *continuation*
    task replays from the segment before on, past dirty boundaries, until one is clean: one
@@ -43,7 +46,7 @@ from ..journal import is_gzip
 from ._files import first_name, has_scheme
 from ._read_replay import ReadReplay, count_rejected, gap_messages, name_server_rows
 from ._schema import TABLES, Emitted, Row
-from ._segment_files import FileScan, FileSegments
+from ._segment_files import FileScan, FileSegments, plan_runs
 from ._segments import SegmentOutcome, SegmentRun, stitch, walk
 from ._session import is_connect
 from ._spark_lines import Lines, task_slots
@@ -64,11 +67,15 @@ from ._spark_rows import (
     wide_schema,
 )
 
-__all__ = ["SEGMENT_DDL", "replay_segments"]
+__all__ = ["MIN_TASKS", "SEGMENT_DDL", "TASKS_PER_SLOT", "replay_segments", "task_count"]
 
 Say = Any
 #: A segment task's output: the packed read stage (`READ_DDL`) and the task's number.
 SEGMENT_DDL = f"{READ_DDL}, `seg` long"
+#: The ``piece`` of a task's last row: its `SegmentOutcome` as JSON bytes in ``ipc`` (the
+#: driver collects these rows alone; the outcome was a wide row packed among the others,
+#: so finding it took a second Python step over every task's rows).
+PIECE_OUTCOME = "outcome"
 
 
 @attrs.frozen(kw_only=True)
@@ -80,6 +87,24 @@ class _Task:
     journal: FileSegments
     first: int
     go_on: bool
+
+
+#: The replay runs at least this many tasks (when there are that many segments): on a
+#: few cores, neighbouring segments of a name server share a task (one Python task's
+#: start, one snapshot restore and one boundary check per task instead of per segment:
+#: about 0.25 CPU s each on the fleet shape, docs/performance.md), yet total task time ÷
+#: longest task stays above 16 though the longest segment costs 4× the mean (the fleet
+#: shape's quiet task times regrouped: 21 with 60 tasks, 17.5 with 40, 11 with 24).
+MIN_TASKS = 60
+#: ... or this many per task slot, so that more cores get more, smaller tasks (up to one
+#: per segment: 30 slots or more split the 120 segments of the fleet shape fully).
+TASKS_PER_SLOT = 4
+
+
+def task_count(spark: Any) -> int:
+    """How many replay tasks to aim at: `MIN_TASKS`, or `TASKS_PER_SLOT` per task slot
+    when that is more. O(1)."""
+    return max(MIN_TASKS, TASKS_PER_SLOT * task_slots(spark))
 
 
 def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
@@ -100,9 +125,13 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
         journals[ns] = FileSegments.of(paths, scans)
     if all(j.count == 1 for j in journals.values()):
         return None  # no snapshot: nothing to split
+    segments = sum(j.count for j in journals.values())
+    planned = plan_runs(journals, task_count(spark))
+    journals = {ns: j.grouped(planned[ns]) for ns, j in journals.items()}
     tasks = [_Task(ns=ns, journal=j, first=k, go_on=False)
              for ns, j in sorted(journals.items()) for k in range(j.count)]
-    say(f"replaying {len(tasks)} segments of {len(journals)} name servers")
+    say(f"replaying {segments} segments of {len(journals)} name servers in "
+        f"{len(tasks)} tasks")
     stages: list[Any] = []
     alone = _run(spark, tasks, 0, stages, kill)
     if any(o.misrouted is not None for o in alone.values()):
@@ -198,14 +227,13 @@ def _run(spark: Any, tasks: Sequence[_Task], lo: int, stages: list[Any],
     stage = (spark.range(lo, hi, 1, hi - lo).mapInArrow(step, SEGMENT_DDL)
              .persist(StorageLevel.DISK_ONLY))
     stages.append(stage)
-    facts = (stage.filter(F.col("piece") == PIECE_REST).select("ipc")
-             .mapInArrow(unpack_step(), WIDE_DDL).filter(F.col("kind") == "segment")
-             .select("payload"))
+    # the outcomes are pieces of their own: no Python step unpacks the rows to find them
+    facts = stage.filter(F.col("piece") == PIECE_OUTCOME).select("ipc")
     with replay_job(spark):
         got = facts.collect()
     out: dict[int, SegmentOutcome] = {}
     for row in got:
-        doc = json.loads(row["payload"])
+        doc = json.loads(bytes(row["ipc"]))
         number = int(doc.pop("task"))
         out[number] = SegmentOutcome.from_json(doc)
     return out
@@ -213,31 +241,45 @@ def _run(spark: Any, tasks: Sequence[_Task], lo: int, stages: list[Any],
 
 def _segment_step(tasks: Mapping[int, _Task], kill: str | None) -> Step:
     """The tasks' Python step: input row ``id`` n runs ``tasks[n]``; its packed rows
-    (`packed`) carry ``seg`` = n."""
+    (`packed`) carry ``seg`` = n, then one row (``piece`` = `PIECE_OUTCOME`) its
+    `SegmentOutcome` as JSON bytes in ``ipc``."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         for (number,) in list(rows_of(batches, ("id",))):
-            inner = packed(python_step(partial(_task_rows, task=tasks[number], number=number),
-                                       kill=kill))
+            task = tasks[number]
+            one = SegmentRun(task.ns, task.first)
+            inner = packed(python_step(partial(_task_rows, task=task, run=one), kill=kill))
             for batch in inner(()):
-                yield pa.RecordBatch.from_arrays(
-                    [*batch.columns, pa.array([number] * batch.num_rows, pa.int64())],
-                    names=[*batch.schema.names, "seg"])
+                yield _with_seg(batch, number)
+            doc = one.outcome().to_json()
+            doc["task"] = number
+            names = TABLES["route_changes"].names
+            wide = wide_schema()
+            yield _with_seg(pa.RecordBatch.from_arrays(
+                [pa.array([PIECE_OUTCOME], pa.string()),
+                 *(pa.nulls(1, wide.field(n).type) for n in names),
+                 pa.array([json.dumps(doc).encode()], pa.binary())],
+                names=["piece", *names, "ipc"]), number)
 
     return run
 
 
-def _task_rows(_batches: Iterable[Any], *, task: _Task, number: int) -> Iterator[Emitted]:
-    """One task's rows: the run's (all but sessions), then its ``segment`` outcome."""
-    run = SegmentRun(task.ns, task.first)
+def _with_seg(batch: Any, number: int) -> Any:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [*batch.columns, pa.array([number] * batch.num_rows, pa.int64())],
+        names=[*batch.schema.names, "seg"])
+
+
+def _task_rows(_batches: Iterable[Any], *, task: _Task, run: SegmentRun) -> Iterator[Emitted]:
+    """One task's rows (all but sessions, which its outcome keeps): ``run`` over its
+    lines."""
     journal = task.journal
     yield from run.replay(journal.lines(task.first), journal.sizes(task.first),
                           go_on=task.go_on)
-    doc = run.outcome().to_json()
-    doc["task"] = number
-    yield "segment", {"payload": json.dumps(doc)}
 
 
 def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
