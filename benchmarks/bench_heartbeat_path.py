@@ -1,21 +1,24 @@
-"""CPU per BROKER_HEARTBEAT through ``routing serve``'s read path, in process.
+"""CPU per BROKER_HEARTBEAT (or GET_ROUTEINFO_BY_TOPIC) through ``routing serve``'s read
+path, in process.
 
-Everything the server does for one heartbeat between the kernel's ``recv`` and its
+Everything the server does for one request between the kernel's ``recv`` and its
 ``send``: the connection's ``buffer_updated`` (`nameserver/_connection.py`) on a frame
 already in the host's receive buffer, the frame decoder, the host's admission, the
-processor, the manager's liveness update, the answer's encoding and the transport's
-``write`` (a fake transport that keeps the last frame). A `NameServerHost` is built as
-``routing serve`` builds it (`RouteInfoManager` on the system clock, ``renew_unchanged``),
-``CONNECTIONS`` connections each register their broker once, then heartbeat in turn, each
-with its own opaque, the frame a broker (and ``benchmarks/load_serve.py``'s load) sends.
+processor, the manager's liveness update (a heartbeat) or route lookup (a route read), the
+answer's encoding and the transport's ``write`` (a fake transport that keeps the last
+frame). A `NameServerHost` is built as ``routing serve`` builds it (`RouteInfoManager` on
+the system clock, ``renew_unchanged``), ``CONNECTIONS`` connections each register their
+broker once (with ``benchmarks/load_serve.py``'s ten topics of 8 queues), then send in
+turn, each with its own opaque, the frame a broker sends (``--request heartbeat``) or a
+client polling one hot topic's route (``--request route``), as ``load_serve.py``'s load.
 
     python -m benchmarks.bench_heartbeat_path [--seconds 2] [--repeat 3]
-        [--before SRC] [--dialect json|rocketmq|both]
+        [--before SRC] [--dialect json|rocketmq|both] [--request heartbeat|route|both]
 
 With ``--before SRC`` (e.g. ``git archive <commit> src | tar x -C /tmp/before``) each
 round times ``SRC``'s sources and this tree's in alternate child processes and prints
 the ratio before/after per round and of the medians. Reports µs of process CPU
-(``time.process_time``) per heartbeat and heartbeats/s on one core. Not part of
+(``time.process_time``) per request and requests/s on one core. Not part of
 ``python -m benchmarks``.
 """
 
@@ -64,7 +67,7 @@ class _Transport:
         pass
 
 
-async def _measure(seconds: float, dialect: str) -> dict[str, Any]:
+async def _measure(seconds: float, dialect: str, request: str) -> dict[str, Any]:
     import routing as r
     from routing.remoting import (
         CURRENT_VERSION,
@@ -84,7 +87,10 @@ async def _measure(seconds: float, dialect: str) -> dict[str, Any]:
     host = NameServerHost(processor, port=0, scan_interval_ms=None)
     kind = SerializeType.ROCKETMQ if dialect == "rocketmq" else SerializeType.JSON
     conns, frames = [], []
-    body = RegisterBrokerBody(data_version=r.DataVersion(counter=1, timestamp=1)).encode()
+    topics = {f"Topic{i}": r.TopicConfig(topic_name=f"Topic{i}", read_queue_nums=8,
+                                         write_queue_nums=8) for i in range(10)}
+    body = RegisterBrokerBody(data_version=r.DataVersion(counter=1, timestamp=1),
+                              topics=topics).encode()
     for n in range(CONNECTIONS):
         conn = host._connection()
         conn.connection_made(_Transport())  # type: ignore[arg-type]
@@ -98,9 +104,11 @@ async def _measure(seconds: float, dialect: str) -> dict[str, Any]:
         assert decode(conn.transport.last).code == 0, "registration refused"
         # 16 frames per connection, each its own opaque (of as many digits: a broker counts
         # up, one digit more every tenfold), as a broker numbers its requests
+        code, fields = ((RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Topic0"})
+                        if request == "route" else (RequestCode.BROKER_HEARTBEAT, ext))
         frames.append([encode(RemotingCommand(
-            code=RequestCode.BROKER_HEARTBEAT, opaque=100_000 + o, version=CURRENT_VERSION,
-            ext_fields=ext, serialize_type=kind)) for o in range(2, 18)])
+            code=code, opaque=100_000 + o, version=CURRENT_VERSION,
+            ext_fields=fields, serialize_type=kind)) for o in range(2, 18)])
         conns.append(conn)
     receive = host._receive
     assert receive is not None
@@ -123,8 +131,8 @@ async def _measure(seconds: float, dialect: str) -> dict[str, Any]:
     cpu = time.process_time() - cpu0
     gc.unfreeze()
     assert sum(c.transport.writes for c in conns) == calls + len(work) + CONNECTIONS
-    return {"dialect": dialect, "calls": calls, "cpu_s": cpu,
-            "us_per_heartbeat": 1e6 * cpu / calls, "heartbeats_per_cpu_s": calls / cpu}
+    return {"dialect": dialect, "request": request, "calls": calls, "cpu_s": cpu,
+            "us_per_request": 1e6 * cpu / calls, "requests_per_cpu_s": calls / cpu}
 
 
 def _feed(host: Any, conn: Any, frame: bytes) -> None:
@@ -138,14 +146,15 @@ def _child(args: argparse.Namespace) -> int:
         runner: Any = uvloop.run
     except ImportError:
         runner = asyncio.run
-    print(json.dumps(runner(_measure(args.seconds, args.dialect))))
+    print(json.dumps(runner(_measure(args.seconds, args.dialect, args.request))))
     return 0
 
 
-def _run(src: Path, seconds: float, dialect: str) -> dict[str, Any]:
+def _run(src: Path, seconds: float, dialect: str, request: str) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{_SRC.parent}"}
     out = subprocess.run([sys.executable, "-m", "benchmarks.bench_heartbeat_path", "--child",
-                          "--seconds", str(seconds), "--dialect", dialect],
+                          "--seconds", str(seconds), "--dialect", dialect,
+                          "--request", request],
                          env=env, check=True, capture_output=True, text=True,
                          cwd=_SRC.parent).stdout
     return dict(json.loads(out))
@@ -159,32 +168,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--before", type=Path, help="another tree's src, timed alternately")
     parser.add_argument("--dialect", choices=["json", "rocketmq", "both"], default="both")
+    parser.add_argument("--request", choices=["heartbeat", "route", "both"],
+                        default="heartbeat")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return _child(args)
     dialects = ["json", "rocketmq"] if args.dialect == "both" else [args.dialect]
+    requests = ["heartbeat", "route"] if args.request == "both" else [args.request]
     trees = [("before", args.before.resolve())] if args.before else []
     trees.append(("after" if args.before else "this", _SRC))
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
-    for dialect in dialects:
+    for request, dialect in ((q, d) for q in requests for d in dialects):
         got: dict[str, list[float]] = {name: [] for name, _ in trees}
         for round_ in range(args.repeat):
             line = []
             for name, src in trees:
-                row = _run(src, args.seconds, dialect)
-                got[name].append(row["us_per_heartbeat"])
-                line.append(f"{name} {row['us_per_heartbeat']:.2f} µs "
-                            f"({row['heartbeats_per_cpu_s']:,.0f}/s)")
+                row = _run(src, args.seconds, dialect, request)
+                got[name].append(row["us_per_request"])
+                line.append(f"{name} {row['us_per_request']:.2f} µs "
+                            f"({row['requests_per_cpu_s']:,.0f}/s)")
             if args.before:
                 line.append(f"ratio {got['after'][-1] / got['before'][-1]:.2f}")
-            print(f"{dialect} round {round_ + 1}: " + ", ".join(line), flush=True)
+            print(f"{request} {dialect} round {round_ + 1}: " + ", ".join(line), flush=True)
         med = {name: statistics.median(values) for name, values in got.items()}
         text = ", ".join(f"{name} {value:.2f} µs ({1e6 / value:,.0f}/s)"
                          for name, value in med.items())
         if args.before:
             text += f", after/before {med['after'] / med['before']:.2f}"
-        print(f"{dialect} median: {text}  (load average {os.getloadavg()[0]:.2f})", flush=True)
+        print(f"{request} {dialect} median: {text}  "
+              f"(load average {os.getloadavg()[0]:.2f})", flush=True)
     return 0
 
 

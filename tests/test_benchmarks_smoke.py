@@ -110,8 +110,11 @@ def test_heartbeat_path_benchmark_times_both_trees_and_both_dialects(capsys):
     from benchmarks import bench_heartbeat_path
 
     assert bench_heartbeat_path.main(["--seconds", "0.05", "--repeat", "1",
-                                      "--before", str(ROOT / "src")]) == 0
+                                      "--before", str(ROOT / "src"),
+                                      "--request", "both"]) == 0
     out = capsys.readouterr().out
-    for dialect in ("json", "rocketmq"):
-        line = next(x for x in out.splitlines() if x.startswith(f"{dialect} median:"))
-        assert "before" in line and "after" in line and "after/before" in line
+    for request in ("heartbeat", "route"):
+        for dialect in ("json", "rocketmq"):
+            line = next(x for x in out.splitlines()
+                        if x.startswith(f"{request} {dialect} median:"))
+            assert "before" in line and "after" in line and "after/before" in line

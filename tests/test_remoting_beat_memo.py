@@ -1,4 +1,4 @@
-"""A connection's repeated BROKER_HEARTBEAT answered from memory (`nameserver/_beat.py`):
+"""A connection's repeated BROKER_HEARTBEAT answered from memory (`nameserver/_memo.py`):
 the same bytes written, the same liveness refreshes and the same errors as the ordinary
 path (decode, process, encode) — on fixed adversarial frames and on random sequences
 (hypothesis), in both header forms; and the cases where the memory must not be used."""
@@ -28,7 +28,7 @@ from routing.remoting import (
     decode,
     encode,
 )
-from routing.remoting.nameserver._beat import BeatMemo, learn
+from routing.remoting.nameserver._memo import FrameMemo, heartbeat_proof, learn
 from routing.remoting.nameserver._shadow import ShadowProcessor
 
 _EXT = {"brokerName": "broker-a", "brokerAddr": "10.0.0.1:10911",
@@ -182,7 +182,7 @@ def test_a_repeated_heartbeat_is_answered_from_memory_with_the_same_bytes(
     fast, slow = _both(reads, kind)
     assert slow.processed == 1 + len(reads)
     assert fast.processed == 1 + 1  # the registration, then the first heartbeat only
-    assert isinstance(fast.conn.memo, BeatMemo)
+    assert isinstance(fast.conn.memo, FrameMemo)
     answer = decode(fast.read(_beat(12_345, kind)))
     assert (answer.code, answer.opaque, answer.flag, answer.serialize_type) == (0, 12_345, 1, kind)
     assert len(fast.manager.beats) == len(reads) + 1
@@ -237,7 +237,7 @@ def test_a_failing_manager_gets_the_ordinary_system_error() -> None:
         side.manager.fail = OSError("disk full")
 
     fast, _ = _both([_beat(101), _beat(102)], prepare=failing_after_learning)
-    assert isinstance(fast.conn.memo, BeatMemo)
+    assert isinstance(fast.conn.memo, FrameMemo)
     answers = _decoded(bytes(fast.transport.written))[-2:]
     assert [(a.opaque, a.code, a.remark) for a in answers] == [
         (101, 1, "OSError: disk full"), (102, 1, "OSError: disk full")]
@@ -251,7 +251,7 @@ def test_while_heartbeats_wait_in_the_queue_they_keep_their_order() -> None:
         side = Side(NameServerProcessor)
         side.read(_register(SerializeType.JSON))
         side.read(_beat(100))
-        assert isinstance(side.conn.memo, BeatMemo)
+        assert isinstance(side.conn.memo, FrameMemo)
         assert side.read(_beat(101) + _beat(102)) == b""  # queued: the worker runs later
         assert side.read(_beat(103)) == b""  # waits behind them
         await side.drain()
@@ -285,15 +285,18 @@ def test_at_debug_every_heartbeat_goes_the_ordinary_way(caplog: pytest.LogCaptur
                for rec in caplog.records) >= 2
 
 
+class Observed:
+    """The host's metrics as far as requests go: every ``(code, response code)`` seen."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int | None]] = []
+
+    def observe(self, code: int, response: int | None, seconds: float) -> None:
+        assert seconds >= 0
+        self.seen.append((code, response))
+
+
 def test_metrics_count_remembered_heartbeats_as_ordinary_ones() -> None:
-    class Observed:
-        def __init__(self) -> None:
-            self.seen: list[tuple[int, int | None]] = []
-
-        def observe(self, code: int, response: int | None, seconds: float) -> None:
-            assert seconds >= 0
-            self.seen.append((code, response))
-
     def metered(side: Side) -> None:
         side.host.metrics = Observed()  # type: ignore[assignment]
 
@@ -313,26 +316,32 @@ def test_which_processors_may_answer_from_memory() -> None:
     assert not changed.plain_heartbeats
 
 
+def _learn(frame: bytes, request: RemotingCommand, answer: bytes | None) -> FrameMemo | None:
+    """`learn` as the host calls it for a heartbeat (with its `heartbeat_proof`)."""
+    proof = heartbeat_proof(request)
+    return None if proof is None else learn(frame, request, answer, proof)
+
+
 def test_what_cannot_be_remembered_exactly_is_not() -> None:
     request = RemotingCommand(code=RequestCode.BROKER_HEARTBEAT, opaque=5, ext_fields=_EXT,
                               version=CURRENT_VERSION)
     answer = encode(request.make_response(0))
-    assert learn(encode(request), request, answer) is not None
+    assert _learn(encode(request), request, answer) is not None
     escaped = RemotingCommand(code=RequestCode.BROKER_HEARTBEAT, opaque=5,
                               ext_fields={**_EXT, "brokerName": "a\"b"})
-    assert learn(encode(escaped), escaped, encode(escaped.make_response(0))) is None
+    assert _learn(encode(escaped), escaped, encode(escaped.make_response(0))) is None
     negative = RemotingCommand(code=RequestCode.BROKER_HEARTBEAT, opaque=-5, ext_fields=_EXT)
-    assert learn(encode(negative), negative, encode(negative.make_response(0))) is None
+    assert _learn(encode(negative), negative, encode(negative.make_response(0))) is None
     no_name = RemotingCommand(code=RequestCode.BROKER_HEARTBEAT, opaque=5, flag=2,
                               ext_fields={k: v for k, v in _EXT.items() if k != "brokerName"})
-    assert learn(encode(no_name), no_name, None) is None  # its error was not written
-    assert learn(encode(request), request, None) is None  # answered, yet not oneway
+    assert _learn(encode(no_name), no_name, None) is None  # its error was not written
+    assert _learn(encode(request), request, None) is None  # answered, yet not oneway
     with_body = RemotingCommand(code=RequestCode.BROKER_HEARTBEAT, opaque=5, ext_fields=_EXT,
                                 body=b"x")
-    assert learn(encode(with_body), with_body, encode(with_body.make_response(0))) is None
+    assert _learn(encode(with_body), with_body, encode(with_body.make_response(0))) is None
     binary_negative = RemotingCommand(code=RequestCode.BROKER_HEARTBEAT, opaque=-5,
                                       ext_fields=_EXT, serialize_type=SerializeType.ROCKETMQ)
-    memo = learn(encode(binary_negative), binary_negative,
+    memo = _learn(encode(binary_negative), binary_negative,
                  encode(binary_negative.make_response(0)))
     assert memo is not None and memo.opaque(encode(binary_negative)) is not None
 

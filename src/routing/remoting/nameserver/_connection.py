@@ -11,12 +11,13 @@ as that same object (``wire/_header_cache.py``). With frames of a few hundred KB
 copying each frame four times and from allocating (and page-faulting) a fresh large buffer
 per read.
 
-A broker's repeated BROKER_HEARTBEAT is recognised from its bytes before any decoding: once
-one has been answered plain SUCCESS at once, the connection keeps it (`BeatMemo`,
-``_beat.py``), and a read that is exactly that frame again but for its opaque goes to the
-host's ``beat`` (the liveness refresh and the remembered answer; about 2 µs instead of 9).
-A connection gives up remembering after ``_LEARN_TRIES`` lone heartbeats in a row that
-cannot be remembered exactly.
+A broker's repeated BROKER_HEARTBEAT and a client's repeated GET_ROUTEINFO_BY_TOPIC are
+recognised from their bytes before any decoding: once one has been answered at once in a
+way that can be remembered, the connection keeps it (`FrameMemo`, ``_memo.py``), and a
+read that is exactly that frame again but for its opaque goes to the host's ``again`` (a
+heartbeat's liveness refresh, a route read's proof that its route is unchanged, and the
+remembered answer; about 2 µs instead of 9 for a heartbeat). A connection gives up
+remembering after ``_LEARN_TRIES`` lone such requests in a row that cannot be remembered.
 
 Back-pressure: when the transport's write buffer passes its high-water mark the
 connection stops being read until the peer has read its answers.
@@ -34,13 +35,13 @@ import attrs
 from ..processor._request import Outcome
 from ..wire._codec import ProtocolError, RemotingCommand
 from ..wire._frame_decoder import FrameDecoder
-from ._beat import BeatMemo
 from ._logs import log_event as _log
+from ._memo import FrameMemo
 
 __all__ = ["Channel", "Connection"]
 
-#: Lone heartbeats in a row a connection tries to remember before it stops trying (a
-#: header that cannot be remembered exactly: ``_beat.py``).
+#: Lone heartbeats or route reads in a row a connection tries to remember before it stops
+#: trying (a header that cannot be remembered exactly, a missing topic: ``_memo.py``).
 _LEARN_TRIES = 8
 
 
@@ -64,9 +65,9 @@ class Connection(asyncio.BufferedProtocol):
     removed its brokers). ``receive`` is the host's shared receive buffer; ``channel_of``,
     ``admit`` and ``ended`` the host's callbacks for the new connection (its handle), each
     decoded command (with whether it was the only one its read brought; the outcome of a
-    heartbeat served at once comes back) and the end of reading; ``learn`` and ``beat``
-    the host's for a repeated heartbeat (what to remember of one served at once, and
-    serving it again from memory: ``_beat.py``; False sends it the ordinary way)."""
+    heartbeat or route read served at once comes back) and the end of reading; ``learn``
+    and ``again`` the host's for a repeated one (what to remember of one served at once,
+    and serving it again from memory: ``_memo.py``; False sends it the ordinary way)."""
 
     #: The host's handle of this connection, set once connected.
     channel: Channel
@@ -75,14 +76,14 @@ class Connection(asyncio.BufferedProtocol):
                  receive: memoryview, max_frame_bytes: int, write_buffer_bytes: int,
                  admit: Callable[[RemotingCommand, Connection, bool], Outcome | None],
                  ended: Callable[[Connection], None], *,
-                 beat: Callable[[Connection, BeatMemo, bytes, bytes], bool] | None = None,
+                 again: Callable[[Connection, FrameMemo, bytes, bytes], bool] | None = None,
                  learn: Callable[[bytes, RemotingCommand, Outcome],
-                                 BeatMemo | None] | None = None) -> None:
+                                 FrameMemo | None] | None = None) -> None:
         self._channel_of, self._receive = channel_of, receive
         self._admit, self._ended = admit, ended
-        self._beat, self._learn = beat, learn
-        #: This connection's repeated heartbeat, once learnt (``_beat.py``).
-        self.memo: BeatMemo | None = None
+        self._again, self._learn = again, learn
+        #: This connection's repeated heartbeat or route read, once learnt (``_memo.py``).
+        self.memo: FrameMemo | None = None
         self._learn_tries = _LEARN_TRIES
         self._write_buffer_bytes = write_buffer_bytes
         self.decoder = FrameDecoder(max_frame_bytes)
@@ -113,13 +114,15 @@ class Connection(asyncio.BufferedProtocol):
         decoder = self.decoder
         whole = not decoder.buffered  # the read starts at a frame's start
         memo, known = self.memo, False
-        if memo is not None and nbytes == memo.size and whole and self._beat is not None:
+        if memo is not None and nbytes == memo.size and whole and self._again is not None:
             data = self._receive[:nbytes].tobytes()
             opaque = memo.opaque(data)
             if opaque is not None:
-                if self._beat(self, memo, data, opaque):
-                    return  # the heartbeat again, answered from memory
-                known = True  # (the host wants it the ordinary way this time)
+                if self._again(self, memo, data, opaque):
+                    return  # the request again, answered from memory
+                # the host wants it the ordinary way this time; if it forgot the memo (a
+                # route that changed), the ordinary answer may be remembered in its turn
+                known = self.memo is not None
         error: ProtocolError | None = None
         try:
             commands = decoder.feed(self._receive[:nbytes])
@@ -134,7 +137,7 @@ class Connection(asyncio.BufferedProtocol):
             self.stop_reading("protocol_error")
         elif (answered is not None and whole and alone and not known
               and self._learn is not None and self._learn_tries and not decoder.buffered):
-            # a lone heartbeat served at once, and the read was exactly its frame
+            # a lone heartbeat or route read served at once, the read exactly its frame
             memo = self._learn(self._receive[:nbytes].tobytes(), commands[0], answered)
             if memo is not None:
                 self.memo, self._learn_tries = memo, _LEARN_TRIES

@@ -33,11 +33,11 @@ from ..wire._codec import LocalProtocolError, RemotingCommand, encode
 from ..wire._codes import MAX_FRAME_BYTES, RequestCode, ResponseCode
 from ..wire._frame_decoder import decode
 from ._admission import BUSY_REMARK, CLIENT, DEFAULT, ClassQueue, Job, request_class
-from ._beat import BeatMemo, learn
 from ._connection import Channel
 from ._connection import Connection as _Connection
 from ._logs import log, log_broker_request
 from ._logs import log_event as _log
+from ._memo import FrameMemo, heartbeat_proof, learn
 
 if TYPE_CHECKING:
     from ._metrics import HostMetrics
@@ -55,8 +55,9 @@ _BROKER_CODES = frozenset({RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_B
 _HEARTBEATS = frozenset({RequestCode.BROKER_HEARTBEAT, RequestCode.QUERY_DATA_VERSION})
 _MAX_PENDING_NOTIFICATIONS = 1_024
 _BEAT_CODE, _SUCCESS = int(RequestCode.BROKER_HEARTBEAT), int(ResponseCode.SUCCESS)
-#: A heartbeat, for the class of queue heartbeats go to.
-_BEAT_PROBE = RemotingCommand(code=_BEAT_CODE)
+_ROUTE_CODE = int(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+#: The requests a connection may remember and the host answer from memory (``_memo.py``).
+_MEMO_CODES = frozenset({_BEAT_CODE, _ROUTE_CODE})
 
 
 class NameServerHost:
@@ -91,7 +92,9 @@ class NameServerHost:
                                           max_bytes=queue_bytes),
                        DEFAULT: ClassQueue(DEFAULT, capacity=default_queue_capacity,
                                            max_bytes=queue_bytes)}
-        self._beats_queue = self.queues[request_class(_BEAT_PROBE)]
+        #: The queue each of `_MEMO_CODES` goes to.
+        self._memo_queues = {code: self.queues[request_class(RemotingCommand(code=code))]
+                             for code in _MEMO_CODES}
         self.grace_ms = grace_ms
         self._workers: list[asyncio.Task[None]] = []
         self._busy_logged = 0
@@ -199,7 +202,7 @@ class NameServerHost:
             self._receive = memoryview(bytearray(self.read_chunk_bytes))
         return _Connection(self._channel_of, self._receive, self.max_frame_bytes,
                            self.write_buffer_bytes, self._admit, self._ended,
-                           beat=self._beat, learn=self._learn)
+                           again=self._again, learn=self._learn)
 
     def _channel_of(self, conn: _Connection, transport: asyncio.BaseTransport) -> Channel:
         """A new connection's handle; the connection is now the host's."""
@@ -228,8 +231,8 @@ class NameServerHost:
         brings several requests, and every request while some wait, go through the queue
         as before: admission, fair shares and SYSTEM_BUSY are unchanged under overload.
 
-        Returns the outcome of a BROKER_HEARTBEAT served at once (for the connection to
-        remember, `_learn`), else None."""
+        Returns the outcome of a BROKER_HEARTBEAT or GET_ROUTEINFO_BY_TOPIC served at once
+        (for the connection to remember, `_learn`), else None."""
         if command.is_response:
             return None  # the processor ignores incoming responses
         queue = self.queues[request_class(command)]
@@ -244,7 +247,7 @@ class NameServerHost:
                 conn.pending -= 1
                 return None
             self._complete(conn, command, start, outcome)
-            return outcome if command.code == _BEAT_CODE else None
+            return outcome if command.code in _MEMO_CODES else None
         if queue.offer(Job(conn, command)):
             conn.pending += 1
             return None
@@ -256,50 +259,73 @@ class NameServerHost:
         return None
 
     def _learn(self, frame: bytes, command: RemotingCommand,
-               outcome: Outcome) -> BeatMemo | None:
-        """What ``conn`` may remember of the BROKER_HEARTBEAT ``command`` (whose whole
-        ``frame`` its read was) served at once with ``outcome``: a `BeatMemo` when the
-        answer was plain SUCCESS (or, oneway, none) and the processor answers heartbeats
-        as `NameServerProcessor` does (`plain_heartbeats`), else None. O(frame)."""
-        response = outcome.response
-        if (outcome.error is not None or outcome.close or outcome.notifications
-                or not self.processor.plain_heartbeats):
+               outcome: Outcome) -> FrameMemo | None:
+        """What ``conn`` may remember of ``command`` (whose whole ``frame`` its read was,
+        one of `_MEMO_CODES`) served at once with ``outcome`` (``nameserver/_memo.py``):
+        a `FrameMemo` when the answer was SUCCESS without remark or ext fields (a
+        heartbeat: no body either, or oneway none; a route read: the body of the
+        manager's route snapshot, `NameServerProcessor.route_proof`) and the processor
+        answers that code as `NameServerProcessor` does (`plain_heartbeats`,
+        `plain_routes`); else None. O(frame + answer)."""
+        response, processor = outcome.response, self.processor
+        if outcome.error is not None or outcome.close or outcome.notifications:
             return None
-        if response is None:
-            return learn(frame, command, None) if command.is_oneway else None
+        proof: tuple[object, ...] | None = None
+        if command.code == _BEAT_CODE:
+            proof = heartbeat_proof(command) if processor.plain_heartbeats else None
+            if response is None:
+                return learn(frame, command, None, proof) if (
+                    proof is not None and command.is_oneway) else None
+            if response.body:
+                return None
+        elif response is None or not processor.plain_routes:
+            return None  # a oneway route read, or a processor of its own
         if (response.code != ResponseCode.SUCCESS or response.remark is not None
-                or response.ext_fields or response.body):
+                or response.ext_fields):
+            return None
+        if command.code == _ROUTE_CODE:
+            proof = processor.route_proof(command, response.body)
+        if proof is None:
             return None
         try:
             answer = encode(response)
         except LocalProtocolError:
             return None
-        return learn(frame, command, answer)
+        return learn(frame, command, answer, proof)
 
-    def _beat(self, conn: _Connection, memo: BeatMemo, frame: bytes, opaque: bytes) -> bool:
-        """Serve ``frame``, the connection's remembered heartbeat again with ``opaque``
-        (``nameserver/_beat.py``): the manager's liveness refresh and the remembered
-        answer, as `_admit` would serve it at once and the processor answer it. False
-        (nothing done) when `_admit` would not serve it at once (other requests of its
-        class wait) or the broker log is at DEBUG (the ordinary path logs each
-        heartbeat). O(frame) for the answer's bytes; no command, outcome or encoding."""
-        queue = self._beats_queue
+    def _again(self, conn: _Connection, memo: FrameMemo, frame: bytes, opaque: bytes) -> bool:
+        """Serve ``frame``, the connection's remembered request again with ``opaque``
+        (``nameserver/_memo.py``), as `_admit` would serve it at once and the processor
+        answer it: a heartbeat's liveness refresh and the remembered answer; a route
+        read's remembered answer once `NameServerProcessor.route_current` proves it still
+        the route's. False (nothing done) when `_admit` would not serve it at once (other
+        requests of its class wait), the broker log is at DEBUG (the ordinary path logs
+        each heartbeat) or the route changed (then the memo is forgotten, and the
+        connection may remember the new answer). O(frame + answer) for the answer's bytes;
+        no command, outcome or encoding."""
+        queue = self._memo_queues[memo.code]
         if len(queue) or queue.busy or log.isEnabledFor(logging.DEBUG):
             return False
         metrics = self.metrics
         start = time.perf_counter() if metrics is not None else 0.0
-        error = self.processor.beat(memo.cluster, memo.addr)
-        if error is not None:  # as the processor answers it: the whole command, then
-            command = decode(frame, max_frame_bytes=self.max_frame_bytes)
-            conn.pending += 1
-            self._complete(conn, command, start, self.processor.failed_beat(command, error))
-            return True
+        if memo.code == _BEAT_CODE:
+            cluster, addr = memo.proof
+            error = self.processor.beat(str(cluster), str(addr))
+            if error is not None:  # as the processor answers it: the whole command, then
+                command = decode(frame, max_frame_bytes=self.max_frame_bytes)
+                conn.pending += 1
+                self._complete(conn, command, start,
+                               self.processor.failed_beat(command, error))
+                return True
+        elif not self.processor.route_current(memo.proof):
+            conn.memo = None  # stale: the ordinary answer is remembered in its turn
+            return False
         answer = memo.answer(opaque)
         transport = conn.transport
         if answer is not None and transport is not None and not transport.is_closing():
             transport.write(answer)
         if metrics is not None:
-            metrics.observe(_BEAT_CODE, None if answer is None else _SUCCESS,
+            metrics.observe(memo.code, None if answer is None else _SUCCESS,
                             time.perf_counter() - start)
         return True
 

@@ -28,6 +28,7 @@ import attrs
 
 from ..._errors import InvalidRequest
 from ..._messages import ExpiredBroker, RouteChange
+from ..._values import TopicRouteData
 from ..wire._codec import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from ..wire._codes import RequestCode, ResponseCode
 from . import _broker_requests as broker
@@ -131,27 +132,58 @@ class NameServerProcessor:
         return Outcome(response=request.make_response(
             ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"), error=exc)
 
-    # ------------------------------------------------------------------ repeated heartbeats
+    # ------------------------------------------------------------------ repeated requests
 
     #: A subclass that overrides `process` sets this True in its own body when its
     #: `process` hands BROKER_HEARTBEAT to this class's unchanged (see `plain_heartbeats`).
     heartbeats_unchanged = False
+    #: The same for GET_ROUTEINFO_BY_TOPIC (see `plain_routes`).
+    routes_unchanged = False
 
     @property
     def plain_heartbeats(self) -> bool:
         """True when a BROKER_HEARTBEAT is answered by `broker.heartbeat` exactly as
         `process` does it here, so that a host may serve a repeated one through `beat`
-        and a remembered answer (``nameserver/_beat.py``): the handler is the standard
+        and a remembered answer (``nameserver/_memo.py``): the handler is the standard
         one and every subclass that overrides `process` says it leaves heartbeats alone
         (a fault-injecting test processor does not). O(depth of the class tree)."""
-        if self._handlers.get(RequestCode.BROKER_HEARTBEAT) is not broker.heartbeat:
+        return self._plain(RequestCode.BROKER_HEARTBEAT, broker.heartbeat,
+                           "heartbeats_unchanged")
+
+    @property
+    def plain_routes(self) -> bool:
+        """True when a GET_ROUTEINFO_BY_TOPIC is answered by this processor's `RouteReads`
+        exactly as `process` does it here (as `plain_heartbeats`), so that a host may
+        serve a repeated one from a remembered answer while `route_current` holds (a
+        shadow, which refuses route reads, does not). O(depth of the class tree)."""
+        return self._plain(RequestCode.GET_ROUTEINFO_BY_TOPIC, self._routes.route,
+                           "routes_unchanged")
+
+    def _plain(self, code: int, handler: object, unchanged: str) -> bool:
+        if self._handlers.get(code) != handler:
             return False
         for cls in type(self).__mro__:
             if cls is NameServerProcessor:
                 return True
-            if "process" in cls.__dict__ and not cls.__dict__.get("heartbeats_unchanged"):
+            if "process" in cls.__dict__ and not cls.__dict__.get(unchanged):
                 return False
         return False
+
+    def route_proof(self, request: RemotingCommand,
+                    body: bytes) -> tuple[str, TopicRouteData] | None:
+        """``(topic, snapshot)`` when ``body``, just answered to the GET_ROUTEINFO_BY_TOPIC
+        ``request``, is the cached body of the manager's route snapshot for the request's
+        topic and dialect (no order-topic config, no zone filtering changed it), so that
+        the same request again may be answered with the same bytes as long as
+        `route_current` holds; else None. Call it right after `process`. O(1)."""
+        return self._routes.proof(self, request, body)
+
+    def route_current(self, proof: tuple[object, ...]) -> bool:
+        """True when a route read answered with `route_proof`'s ``proof`` would be
+        answered with the same bytes now: the manager hands out the same route snapshot
+        for the topic and order messages are still off (``processor/_route_requests.py``).
+        The manager's O(1)."""
+        return self._routes.current(self, proof)
 
     def beat(self, cluster: str, broker_addr: str) -> Exception | None:
         """The effect of a BROKER_HEARTBEAT of the broker ``(cluster, broker_addr)`` whose

@@ -72,6 +72,37 @@ class RouteReads:
         self._bodies[(topic, standard)] = (route, body)
         return ok(request, body=body)
 
+    def proof(self, proc: Context, request: RemotingCommand,
+              body: bytes) -> tuple[str, TopicRouteData] | None:
+        """``(topic, snapshot)`` when ``body``, answered just now by `route` to
+        ``request``, is the body cached for the snapshot (so that the answer depends on
+        nothing but the snapshot and the request's bytes: order messages off, no zone
+        filter that changed the route, no fresh encoding); else None. O(1)."""
+        if proc.manager.config.order_message_enable:
+            return None
+        f = Fields(request)
+        topic = f.given("topic")
+        if topic is None:
+            return None
+        standard = request.version >= V4_9_4 or bool(f.optional_bool("acceptStandardJsonOnly"))
+        cached = self._bodies.get((topic, standard))
+        if cached is None or cached[1] is not body:
+            return None
+        return topic, cached[0]
+
+    def current(self, proc: Context, proof: tuple[object, ...]) -> bool:
+        """True when the route read `proof` proved is answered the same way now: order
+        messages still off and the manager's snapshot of the topic the same object (a
+        snapshot is immutable and replaced on every change of the route, D4). The
+        manager's O(1)."""
+        topic, snapshot = proof
+        if proc.manager.config.order_message_enable:
+            return False
+        try:
+            return proc.manager.pickup_route(str(topic)) is snapshot
+        except Exception:  # not ready, or the manager failed: the ordinary way
+            return False
+
 
 def _filter_by_zone(route: TopicRouteData, zone: str) -> TopicRouteData:
     """Java ``ZoneRouteRPCHook``: keep groups of the client's zone, and groups without a
