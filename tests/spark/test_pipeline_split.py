@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipeline_scenarios import damage
-from routing.pipeline import _spark_segments, analyze, analyze_local
-from routing.pipeline._schema import rows_equal
+from routing.pipeline import _spark_segments, analyze, analyze_local, analyze_local_to
+from routing.pipeline._schema import TABLES, rows_equal, sort_rows
+from routing.pipeline._spark_rows import KILL_WORKER_ENV
 from routing.sim import SimConfig, simulate
 
 AT = (600_000, 1_800_000)
@@ -153,3 +155,64 @@ def test_inputs_the_split_does_not_take_are_replayed_whole_and_equal(
         files["ns-2.jsonl"].insert(0, "not json")
     parts = _equal(spark, _write(tmp_path, files))
     assert set(parts.values()) == {1}
+
+
+def _written(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    return {name: sort_rows(table, pq.read_table(folder / name).to_pylist())
+            for name, table in TABLES.items()}
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_the_tasks_write_route_changes_themselves_and_the_written_tables_equal(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool) -> None:
+    """On a local master the split's tasks write their route changes as files of their own
+    (``_change_files.py``), and `Analysis.write` merges the used tasks' files: every
+    written table equals the reference's files, healthy or behind dirty boundaries
+    (continuations replace some tasks' files), also when the first task's Python worker
+    dies and the task runs again; the files are gone after `unpersist`."""
+    monkeypatch.setattr(_spark_segments, "MIN_TASKS", 9)
+    monkeypatch.setattr(_spark_segments, "TASKS_PER_SLOT", 1)
+    journals = _journals(6)
+    if damaged:
+        _damage(journals)
+    folder = _write(tmp_path / "in", {f"{ns}.jsonl": lines for ns, lines in journals.items()})
+    analyze_local_to(tmp_path / "expected", folder, at=AT)
+    marker = tmp_path / "killed"
+    monkeypatch.setenv(KILL_WORKER_ENV, str(marker))
+    analysis = analyze(spark, str(folder), at=AT)
+    files = analysis._change_files
+    try:
+        assert files and all(os.path.exists(f) for f in files)
+        chosen = sum(analysis.partitions.values())
+        assert len(files) == chosen  # one file per task whose rows are used
+        analysis.write(str(tmp_path / "got"))
+    finally:
+        analysis.unpersist()
+    assert marker.exists()  # a worker did die
+    assert not any(os.path.exists(f) for f in files)  # the tasks' folder is removed
+    assert not os.path.exists(os.path.dirname(files[0]))
+    assert sorted(os.listdir(tmp_path / "got" / "route_changes")) == [
+        "_SUCCESS", "part-00000.parquet"]
+    expected, got = _written(tmp_path / "expected"), _written(tmp_path / "got")
+    assert expected["route_changes"]
+    assert not rows_equal(expected, got)
+
+
+def test_the_tasks_route_changes_are_written_by_spark_when_not_overwriting(
+        spark: Any, tmp_path: Path) -> None:
+    """``mode="append"`` (or a URI) is Spark's own writer: the table read from the tasks'
+    files is written like any other, and equals the reference's."""
+    folder = _write(tmp_path / "in", {f"{ns}.jsonl": lines
+                                      for ns, lines in _journals(5).items()})
+    analyze_local_to(tmp_path / "expected", folder, at=AT)
+    analysis = analyze(spark, str(folder), at=AT)
+    try:
+        assert analysis._change_files
+        analysis.write(str(tmp_path / "got"), mode="append")
+    finally:
+        analysis.unpersist()
+    names = os.listdir(tmp_path / "got" / "route_changes")
+    assert "part-00000.parquet" not in names  # Spark's own file names
+    assert not rows_equal(_written(tmp_path / "expected"), _written(tmp_path / "got"))

@@ -43,6 +43,7 @@ from typing import Any
 import attrs
 
 from ..journal import is_gzip
+from ._change_files import ChangeFiles, open_change_files
 from ._files import first_name, has_scheme
 from ._read_replay import ReadReplay, count_rejected, gap_messages, name_server_rows
 from ._schema import TABLES, Emitted, Row
@@ -58,11 +59,11 @@ from ._spark_rows import (
     WIDE_DDL,
     Replayed,
     Step,
+    local_frame,
     packed,
     python_step,
     replay_job,
     rows_of,
-    tag_rows,
     unpack_step,
     wide_schema,
 )
@@ -132,8 +133,22 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
              for ns, j in sorted(journals.items()) for k in range(j.count)]
     say(f"replaying {segments} segments of {len(journals)} name servers in "
         f"{len(tasks)} tasks")
-    stages: list[Any] = []
-    alone = _run(spark, tasks, 0, stages, kill)
+    sink = open_change_files(spark)
+    stages: list[Any] = [] if sink is None else [sink]
+    try:
+        return _split(spark, tasks, journals, found, stages, sink, kill, say)
+    except BaseException:
+        for stage in stages:
+            stage.unpersist()
+        raise
+
+
+def _split(spark: Any, tasks: list[_Task], journals: Mapping[str, FileSegments],
+           found: Lines, stages: list[Any], sink: ChangeFiles | None, kill: str | None,
+           say: Say) -> Replayed | None:
+    """`replay_segments` once the tasks are planned: their jobs, the walk, continuations;
+    None (``stages`` released) when the split does not apply after all."""
+    alone = _run(spark, tasks, 0, stages, sink, kill)
     if any(o.misrouted is not None for o in alone.values()):
         for stage in stages:
             stage.unpersist()
@@ -157,7 +172,7 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
         say(f"replaying {len(needed)} continuation(s) behind dirty boundaries")
         lo = len(tasks)
         tasks.extend(needed)
-        more = _run(spark, tasks, lo, stages, kill)
+        more = _run(spark, tasks, lo, stages, sink, kill)
         for number in more:
             continued[tasks[number].ns][tasks[number].first] = number
         outcomes.update(more)
@@ -168,7 +183,7 @@ def replay_segments(spark: Any, found: Lines, say: Say, kill: str | None = None
         return None
     task_of = {id(o): n for n, o in outcomes.items()}
     chosen = sorted(task_of[id(o)] for runs in used.values() for o in runs)
-    return _replayed(spark, stages, chosen, used, len(tasks), foreign)
+    return _replayed(spark, stages, chosen, used, len(tasks), foreign, sink)
 
 
 def _journal_files(found: Lines) -> dict[str, list[tuple[str, str]]] | None:
@@ -216,14 +231,15 @@ def _foreign(found: Lines, names: set[str],
 
 
 def _run(spark: Any, tasks: Sequence[_Task], lo: int, stages: list[Any],
-         kill: str | None) -> dict[int, SegmentOutcome]:
+         sink: ChangeFiles | None, kill: str | None) -> dict[int, SegmentOutcome]:
     """Tasks ``lo`` on as one stage, one task each, persisted (added to ``stages``); one
-    job collects their outcomes."""
+    job collects their outcomes. With a ``sink``, each task writes its route changes
+    there itself."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     hi = len(tasks)
-    step = _segment_step({n: tasks[n] for n in range(lo, hi)}, kill)
+    step = _segment_step({n: tasks[n] for n in range(lo, hi)}, kill, sink)
     stage = (spark.range(lo, hi, 1, hi - lo).mapInArrow(step, SEGMENT_DDL)
              .persist(StorageLevel.DISK_ONLY))
     stages.append(stage)
@@ -239,10 +255,12 @@ def _run(spark: Any, tasks: Sequence[_Task], lo: int, stages: list[Any],
     return out
 
 
-def _segment_step(tasks: Mapping[int, _Task], kill: str | None) -> Step:
+def _segment_step(tasks: Mapping[int, _Task], kill: str | None,
+                  sink: ChangeFiles | None = None) -> Step:
     """The tasks' Python step: input row ``id`` n runs ``tasks[n]``; its packed rows
     (`packed`) carry ``seg`` = n, then one row (``piece`` = `PIECE_OUTCOME`) its
-    `SegmentOutcome` as JSON bytes in ``ipc``."""
+    `SegmentOutcome` as JSON bytes in ``ipc``. With a ``sink`` its route changes are not
+    among those rows: the task writes them to its file there (`ChangeFiles.write`)."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -250,9 +268,13 @@ def _segment_step(tasks: Mapping[int, _Task], kill: str | None) -> Step:
         for (number,) in list(rows_of(batches, ("id",))):
             task = tasks[number]
             one = SegmentRun(task.ns, task.first)
-            inner = packed(python_step(partial(_task_rows, task=task, run=one), kill=kill))
+            changes: list[Row] | None = None if sink is None else []
+            inner = packed(python_step(partial(_task_rows, task=task, run=one,
+                                               changes=changes), kill=kill))
             for batch in inner(()):
                 yield _with_seg(batch, number)
+            if sink is not None and changes is not None:
+                sink.write(number, changes)
             doc = one.outcome().to_json()
             doc["task"] = number
             names = TABLES["route_changes"].names
@@ -274,19 +296,28 @@ def _with_seg(batch: Any, number: int) -> Any:
         names=[*batch.schema.names, "seg"])
 
 
-def _task_rows(_batches: Iterable[Any], *, task: _Task, run: SegmentRun) -> Iterator[Emitted]:
+def _task_rows(_batches: Iterable[Any], *, task: _Task, run: SegmentRun,
+               changes: list[Row] | None = None) -> Iterator[Emitted]:
     """One task's rows (all but sessions, which its outcome keeps): ``run`` over its
-    lines."""
+    lines; with ``changes``, the route changes go there instead."""
     journal = task.journal
-    yield from run.replay(journal.lines(task.first), journal.sizes(task.first),
-                          go_on=task.go_on)
+    rows = run.replay(journal.lines(task.first), journal.sizes(task.first), go_on=task.go_on)
+    if changes is None:
+        yield from rows
+        return
+    for table, row in rows:
+        if table == "route_changes":
+            changes.append(row)
+        else:
+            yield table, row
 
 
 def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
               used: Mapping[str, Sequence[SegmentOutcome]], tasks: int,
-              foreign: Sequence[Row]) -> Replayed:
+              foreign: Sequence[Row], sink: ChangeFiles | None) -> Replayed:
     """The `Replayed` of the chosen tasks' rows, with the stitched sessions and the
-    ``foreign`` lines' rejections (a small local frame) and the added-up counts."""
+    ``foreign`` lines' rejections (a small local frame) and the added-up counts; the route
+    changes are the chosen tasks' files in ``sink`` when there is one."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -305,20 +336,22 @@ def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
     keep = F.col("seg").isin(*chosen)
     changes = rest = None
     for stage in stages:
-        part = stage.filter(keep & (F.col("piece") == PIECE_CHANGES)).select(
-            *TABLES["route_changes"].names)
-        changes = part if changes is None else changes.unionByName(part)
+        if stage is sink:
+            continue
+        if sink is None:
+            part = stage.filter(keep & (F.col("piece") == PIECE_CHANGES)).select(
+                *TABLES["route_changes"].names)
+            changes = part if changes is None else changes.unionByName(part)
         more = stage.filter(keep & (F.col("piece") == PIECE_REST)).select("ipc")
         rest = more if rest is None else rest.unionByName(more)
+    if sink is not None:
+        changes = sink.frame(spark, chosen)
     assert rest is not None and changes is not None
     # as many partitions downstream as task slots, not one per segment: a table's job and
     # the sweep's map side then start a few tasks, each reading several persisted blocks
     slots = max(1, task_slots(spark))
-    names = wide_schema().names
-    local = spark.createDataFrame(
-        [tuple(r.get(c) for c in names) for r in tag_rows(
-            [*(("sessions", s) for s in sessions), *(("rejected", r) for r in foreign)])],
-        WIDE_DDL)
+    local = local_frame(spark, [*(("sessions", s) for s in sessions),
+                                *(("rejected", r) for r in foreign)])
     rows = (rest.coalesce(slots).mapInArrow(unpack_step(), WIDE_DDL)
             .filter(F.col("kind") == "row").unionByName(local)
             .persist(StorageLevel.DISK_ONLY))
@@ -329,4 +362,4 @@ def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
         sessions=tuple({c: r[c] for c in SESSION_ENDS} for r in sessions),
         rejected=rejected, name_servers=tuple(name_server_rows(stats, rejected)),
         gaps=tuple(gap_messages(stats)), partitions={ns: len(runs) for ns, runs in used.items()},
-        read_tasks=tasks)
+        read_tasks=tasks, change_files=() if sink is None else tuple(sink.path(t) for t in chosen))

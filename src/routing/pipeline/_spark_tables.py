@@ -20,7 +20,9 @@ from typing import Any
 
 import attrs
 
+from ._change_files import merge_change_files
 from ._errors import RejectedRecords
+from ._files import has_scheme
 from ._schema import (
     REASON_KIND_CHARS,
     REASON_NUMBER,
@@ -74,6 +76,9 @@ class Analysis:
     #: overlaps the writing of the other tables), and the tables made from it
     _sweeping: Future[Any] | None = attrs.field(alias="sweeping", default=None)
     _swept: frozenset[str] = attrs.field(alias="swept", default=frozenset())
+    #: the ``route_changes`` files the replay tasks wrote (each sorted by the key), which
+    #: `write` merges into the table's file itself
+    _change_files: tuple[str, ...] = attrs.field(alias="change_files", default=())
 
     def __getitem__(self, name: str) -> Any:
         return self.tables[name]
@@ -136,12 +141,22 @@ class Analysis:
         10 M records). A global ``orderBy`` would add a sampling job per table. Up to
         ``jobs`` tables are written at once, from driver threads: most tables are small, and
         one at a time their jobs leave the cores idle between them (about 0.1–0.3 s of
-        scheduling and commit each). The first error is raised once all have ended.
+        scheduling and commit each). When the replay tasks wrote ``route_changes``
+        themselves (a split replay on a local master) and ``out_dir`` is a local folder
+        written with ``mode="overwrite"``, that table's files are merged by key on the
+        driver instead (`merge_change_files`: the file the reference writes,
+        ``part-00000.parquet``). The first error is raised once all have ended.
         O(rows log rows) on the cluster."""
 
         def one(name: str) -> None:
             if name in self._swept:
                 self.ready()
+            if (name == "route_changes" and self._change_files and mode == "overwrite"
+                    and not has_scheme(out_dir)):
+                # the replay tasks wrote the rows sorted, file by file: merged by key
+                # here, the route texts never pass through the JVM
+                merge_change_files(self._change_files, Path(out_dir) / name)
+                return
             # every table is a filter of persisted frames (or a small local one): a
             # coalesced task only reads blocks, no upstream stage is pulled into it
             (self.tables[name].coalesce(1).sortWithinPartitions(*TABLES[name].key)
@@ -202,7 +217,7 @@ def tables(spark: Any, found: Lines, replayed: Replayed, swept: Any, *,
                     sweeping=in_background(
                         swept.count, None if is_connect(spark) else spark.sparkContext,
                         SWEEP_POOL),
-                    swept=swept_names)
+                    swept=swept_names, change_files=replayed.change_files)
 
 
 def _written_file(written: str | os.PathLike[str] | None, name: str) -> Path | None:
