@@ -216,3 +216,23 @@ def test_the_tasks_route_changes_are_written_by_spark_when_not_overwriting(
     names = os.listdir(tmp_path / "got" / "route_changes")
     assert "part-00000.parquet" not in names  # Spark's own file names
     assert not rows_equal(_written(tmp_path / "expected"), _written(tmp_path / "got"))
+
+
+@pytest.mark.parametrize(("partition", "every_ms"), [("ns", None), ("ns-whole", 300_000)])
+def test_whole_files_tasks_write_route_changes_themselves_too(
+        spark: Any, tmp_path: Path, partition: str, every_ms: int | None) -> None:
+    """One task per journal file (no snapshots, or ``ns-whole``): each task writes its
+    route changes as a file of its own, and the written tables equal the reference's."""
+    journals = _journals(7, every_ms=every_ms)
+    folder = _write(tmp_path / "in", {f"{ns}.jsonl": lines for ns, lines in journals.items()})
+    analyze_local_to(tmp_path / "expected", folder, at=AT)
+    analysis = analyze(spark, str(folder), at=AT, partition=partition)
+    try:
+        assert analysis.partitions == dict.fromkeys(journals, 1)
+        assert len(analysis._change_files) == len(journals)  # one file per task
+        analysis.write(str(tmp_path / "got"))
+    finally:
+        analysis.unpersist()
+    expected = _written(tmp_path / "expected")
+    assert expected["route_changes"]
+    assert not rows_equal(expected, _written(tmp_path / "got"))

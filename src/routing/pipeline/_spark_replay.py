@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from ._change_files import ChangeFiles, open_change_files
 from ._files import Line, line_key, raw_lines
 from ._read_replay import NsStats, ReadReplay, gap_messages, name_server_rows
-from ._schema import TABLES, Emitted
+from ._schema import TABLES, Emitted, Row
 from ._spark_groups import replay_groups
 from ._spark_lines import Lines
 from ._spark_rows import (
@@ -68,7 +69,7 @@ def replay(spark: Any, found: Lines, partition: str, say: Say) -> Replayed:
         split = replay_segments(spark, found, say, os.environ.get(KILL_WORKER_ENV) or None)
         if split is not None:
             return split
-    stage, side, got, read_tasks = _read(spark, found, whole, say)
+    stage, side, got, read_tasks, sink = _read(spark, found, whole, say)
     stats = [NsStats.from_json(json.loads(r["payload"])) for r in got if r["kind"] == "stats"]
     rows = side.filter(F.col("kind") == "row")
     if not whole:
@@ -78,10 +79,17 @@ def replay(spark: Any, found: Lines, partition: str, say: Say) -> Replayed:
         if r["kind"] == "counts":
             for ns, n in json.loads(r["payload"]).items():
                 rejected[ns] = rejected.get(ns, 0) + n
+    if sink is None:
+        changes = stage.filter(F.col("piece") == PIECE_CHANGES).select(
+            *TABLES["route_changes"].names)
+        written: tuple[str, ...] = ()
+    else:  # the tasks wrote them, a file each
+        tasks = [t for t in range(read_tasks) if os.path.exists(sink.path(t))]
+        changes, written = sink.frame(spark, tasks), tuple(sink.path(t) for t in tasks)
     return Replayed(
-        rows=rows, contributions=None, persisted=(stage, side),
-        changes=stage.filter(F.col("piece") == PIECE_CHANGES).select(
-            *TABLES["route_changes"].names),
+        rows=rows, contributions=None,
+        persisted=(stage, side) if sink is None else (stage, side, sink),
+        changes=changes, change_files=written,
         spans={s.ns: (s.first_ms, s.last_ms) for s in stats},
         sessions=tuple({c: r[c] for c in SESSION_ENDS} for r in got if r["tbl"] == "sessions"),
         rejected=rejected, name_servers=tuple(name_server_rows(stats, rejected)),
@@ -90,11 +98,12 @@ def replay(spark: Any, found: Lines, partition: str, say: Say) -> Replayed:
 
 
 def _read(spark: Any, found: Lines, replay: bool, say: Say
-          ) -> tuple[Any, Any, list[Any], int]:
+          ) -> tuple[Any, Any, list[Any], int, ChangeFiles | None]:
     """The read stage, persisted: (its frame, its side rows (`side_rows`), what the driver
-    collected of them, read tasks). One job, two when a line turns out to be in another
-    name server's group than the JVM's key put it, three when whole files held such a
-    line."""
+    collected of them, read tasks, the files the tasks wrote their route changes to, one
+    per task, if they did: whole local files on a local master). One job, two when a line
+    turns out to be in another name server's group than the JVM's key put it, three when
+    whole files held such a line."""
     from pyspark import StorageLevel
 
     kill = os.environ.get(KILL_WORKER_ENV) or None
@@ -104,14 +113,21 @@ def _read(spark: Any, found: Lines, replay: bool, say: Say
         # its Python worker; no shuffle, no sort, the text never crosses into the JVM.
         say("reading journals (one task per journal file)")
         files = spark.range(0, len(found.whole_files), 1, len(found.whole_files))
-        step = local_file_step(found.paths, found.whole_files, kill)
+        sink = open_change_files(spark)
+        step = local_file_step(found.paths, found.whole_files, kill, sink)
         stage = files.mapInArrow(packed(step), READ_DDL).persist(StorageLevel.DISK_ONLY)
-        with replay_job(spark):
-            side, got = side_rows(stage, pack=True, columns=facts)
+        try:
+            with replay_job(spark):
+                side, got = side_rows(stage, pack=True, columns=facts)
+        except BaseException:
+            stage.unpersist()
+            if sink is not None:
+                sink.unpersist()
+            raise
         if not any(r["kind"] == "misrouted" for r in got):
-            return stage, side, got, len(found.whole_files)
-        for df in (stage, side):  # some file holds another name server's lines
-            df.unpersist()
+            return stage, side, got, len(found.whole_files), sink
+        for df in (stage, side, *(() if sink is None else (sink,))):
+            df.unpersist()  # some file holds another name server's lines
     count, salt = _salted_partitions(spark, _name_servers(found, say))
     say("reading journals (byte ranges, then one task per name server)" if found.split
         else "reading journals (one task per name server)")
@@ -127,7 +143,7 @@ def _read(spark: Any, found: Lines, replay: bool, say: Say
         say("re-reading with Python's keys")
         for df in (stage, side):
             df.unpersist()
-    return stage, side, got, found.read_tasks
+    return stage, side, got, found.read_tasks, None
 
 
 def _header_key() -> Any:
@@ -219,18 +235,20 @@ def read_step(replay: bool, paths: Mapping[int, str], kill: str | None = None) -
 
 
 def local_file_step(paths: Mapping[int, str], names: Mapping[int, str],
-                    kill: str | None = None) -> Step:
+                    kill: str | None = None, sink: ChangeFiles | None = None) -> Step:
     """A read task on whole local files, read by the Python worker itself: a task's rows
     are positions (``id``) in the sorted file indexes of ``names``; each file is read in
     order (`_files.raw_lines`, as the reference reads it) and replayed by `ReadReplay`,
     keyed by the name server of its first line. The JVM neither scans the text nor hands
     it over (the lines never cross into Arrow), so a record costs only its Python work.
     Relative paths are resolved here, on the driver: an executor's working directory is
-    not the driver's."""
+    not the driver's. With a ``sink``, a task's route changes go to its file there
+    (`ChangeFiles.write`, named by its first row's ``id``: one task per file), not among
+    its rows."""
     opened = {order: (path, os.path.abspath(path), names[order])
               for order, path in paths.items() if order in names}
-    return python_step(partial(_file_rows, files=[opened[i] for i in sorted(names)]),
-                       kill=kill)
+    return python_step(partial(_file_rows, files=[opened[i] for i in sorted(names)],
+                               sink=sink), kill=kill)
 
 
 def _line_rows(batches: Iterable[Any], *, paths: Mapping[int, str],
@@ -250,18 +268,30 @@ def _line_rows(batches: Iterable[Any], *, paths: Mapping[int, str],
     return _read_task(lines(), replay)
 
 
-def _file_rows(batches: Iterable[Any], *, files: Sequence[tuple[str, str, str]]
-               ) -> Iterator[Emitted]:
+def _file_rows(batches: Iterable[Any], *, files: Sequence[tuple[str, str, str]],
+               sink: ChangeFiles | None = None) -> Iterator[Emitted]:
     """A whole-file read task's rows: row ``id`` i of its input reads ``files[i]``
-    (path as given, path to open, the name server of its first line)."""
+    (path as given, path to open, the name server of its first line); with a ``sink``,
+    its route changes are written there instead, as the file of its first ``id``."""
+    ids = [index for (index,) in rows_of(batches, ("id",))]
 
     def lines() -> Iterator[Line]:
-        for (index,) in rows_of(batches, ("id",)):
+        for index in ids:
             path, opened, ns = files[index]
             for number, text, raw in raw_lines(opened):
                 yield path, number, text, raw, ns
 
-    return _read_task(lines(), True)
+    rows = _read_task(lines(), True)
+    if sink is None or not ids:
+        yield from rows
+        return
+    changes: list[Row] = []
+    for table, row in rows:
+        if table == "route_changes":
+            changes.append(row)
+        else:
+            yield table, row
+    sink.write(ids[0], changes)
 
 
 def _read_task(lines: Iterable[Line], replay: bool) -> Iterator[Emitted]:
