@@ -42,23 +42,27 @@ rows = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(rows=rows, cuts=st.lists(st.integers(0, 60), max_size=6),
-       group=st.integers(1, 300))
+       group=st.integers(1, 300), run=st.integers(1, 2_000))
 def test_merged_files_hold_every_row_sorted_by_the_key(
         tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, Any]],
-        cuts: list[int], group: int) -> None:
+        cuts: list[int], group: int, run: int) -> None:
     folder = tmp_path_factory.mktemp("changes")
     files = ChangeFiles(folder=str(folder))
     bounds = [0, *sorted(min(c, len(rows)) for c in cuts), len(rows)]
-    paths = []
-    old = _change_files.ROW_GROUP_BYTES, _change_files.ROW_GROUP_ROWS
-    # row groups cut after a few characters, or a row or two
-    _change_files.ROW_GROUP_BYTES, _change_files.ROW_GROUP_ROWS = group, 1 + group % 3
+    old = (_change_files.ROW_GROUP_BYTES, _change_files.ROW_GROUP_ROWS,
+           _change_files.RUN_BYTES)
+    # row groups cut after a few characters, or a row or two; runs after a few rows
+    (_change_files.ROW_GROUP_BYTES, _change_files.ROW_GROUP_ROWS,
+     _change_files.RUN_BYTES) = group, 1 + group % 3, run
     try:
         for task, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-            paths.append(files.write(task, rows[lo:hi]))
+            files.write(task, rows[lo:hi])
     finally:
-        _change_files.ROW_GROUP_BYTES, _change_files.ROW_GROUP_ROWS = old
-    for path in paths:  # each task's file is sorted by the key
+        (_change_files.ROW_GROUP_BYTES, _change_files.ROW_GROUP_ROWS,
+         _change_files.RUN_BYTES) = old
+    paths = files.files(range(len(bounds) - 1))
+    assert len(paths) >= len(bounds) - 1  # a run at least per task, empty or not
+    for path in paths:  # each run is sorted by the key
         got = pq.read_table(path).to_pylist()
         assert [_key(r) for r in got] == sorted(_key(r) for r in got)
     out = merge_change_files(paths, folder / "route_changes")
@@ -69,12 +73,28 @@ def test_merged_files_hold_every_row_sorted_by_the_key(
     assert sorted(os.listdir(folder / "route_changes")) == ["_SUCCESS", "part-00000.parquet"]
 
 
-def test_a_retried_task_replaces_its_file_whole(tmp_path: Path) -> None:
+def test_a_retried_task_replaces_its_files_whole(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     files = ChangeFiles(folder=str(tmp_path))
+    monkeypatch.setattr(_change_files, "RUN_BYTES", 1)  # a run per row
     files.write(3, [_row("ns", "T", 1, 1, "x"), _row("ns", "T", 2, 2, "y")])
+    assert len(files.files([3])) == 2
     files.write(3, [_row("ns", "T", 1, 1, "x")])  # the retry's rows win, nothing appended
-    assert [r["seq"] for r in pq.read_table(files.path(3)).to_pylist()] == [1]
-    assert os.listdir(tmp_path) == ["task-00003.parquet"]  # nothing left aside
+    assert [r["seq"] for p in files.files([3]) for r in pq.read_table(p).to_pylist()] == [1]
+    assert os.listdir(tmp_path) == ["task-00003"]  # nothing left aside
+    half = files.runs(4)  # an attempt that died before `finish`: not among the files
+    half.add(_row("ns", "T", 1, 1, "x"))
+    assert files.files([3]) == [os.path.join(files.path(3), "run-00000.parquet")]
+
+
+def test_a_task_s_memory_is_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_change_files, "RUN_BYTES", 10)
+    runs = ChangeFiles(folder=str(tmp_path)).runs(0)
+    for seq in range(7):
+        runs.add(_row("ns", "T", 100 - seq, seq, "0123456789"))
+        assert len(runs._held) == 0  # each row's 10 characters fill a run
+    target = runs.finish()
+    assert sorted(os.listdir(target)) == [f"run-{k:05d}.parquet" for k in range(7)]
 
 
 def test_merging_into_an_existing_folder_replaces_it(tmp_path: Path) -> None:
@@ -83,8 +103,9 @@ def test_merging_into_an_existing_folder_replaces_it(tmp_path: Path) -> None:
     target = tmp_path / "out" / "route_changes"
     target.mkdir(parents=True)
     (target / "part-00007.parquet").write_bytes(b"old")
-    merge_change_files([files.write(0, []), files.write(1, [_row("n", "T", 1, 1, "r")])],
-                       target)
+    files.write(0, [])
+    files.write(1, [_row("n", "T", 1, 1, "r")])
+    merge_change_files(files.files([0, 1]), target)
     assert sorted(os.listdir(target)) == ["_SUCCESS", "part-00000.parquet"]
     assert pq.read_table(target).num_rows == 1
 

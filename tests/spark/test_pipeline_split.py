@@ -186,13 +186,13 @@ def test_the_tasks_write_route_changes_themselves_and_the_written_tables_equal(
     try:
         assert files and all(os.path.exists(f) for f in files)
         chosen = sum(analysis.partitions.values())
-        assert len(files) == chosen  # one file per task whose rows are used
+        assert len(files) == chosen  # one run file per task whose rows are used
         analysis.write(str(tmp_path / "got"))
     finally:
         analysis.unpersist()
     assert marker.exists()  # a worker did die
     assert not any(os.path.exists(f) for f in files)  # the tasks' folder is removed
-    assert not os.path.exists(os.path.dirname(files[0]))
+    assert not os.path.exists(os.path.dirname(os.path.dirname(files[0])))
     assert sorted(os.listdir(tmp_path / "got" / "route_changes")) == [
         "_SUCCESS", "part-00000.parquet"]
     expected, got = _written(tmp_path / "expected"), _written(tmp_path / "got")

@@ -7,8 +7,8 @@ There the JVM turned it into rows, persisted them on disk, read them back for th
 whole rows, though the sweep takes none of the text) and sorted and wrote them in one
 serial task (about 13 s on these 2 cores). On a master whose executors share this machine's
 file system (``local``, ``local-cluster``), a replay task instead writes its route changes,
-sorted by the table's key, as one Parquet file of its own (`ChangeFiles.write`, as the
-reference writes them: pyarrow, the table's schema); Spark reads them back as the table
+sorted by the table's key, as Parquet files of its own (`ChangeRuns`: sorted runs of at
+most `RUN_BYTES` of text, pyarrow, the table's schema); Spark reads them back as the table
 (`ChangeFiles.frame`: the sweep's read skips the text column), and `Analysis.write` merges
 the chosen tasks' files into the table's one sorted file (`merge_change_files`, O(rows)
 streamed, memory a row group per file). The files live in a temporary folder under
@@ -30,8 +30,8 @@ import attrs
 
 from ._schema import TABLES, Row
 
-__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "ChangeFiles", "merge_change_files",
-           "open_change_files"]
+__all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "RUN_BYTES", "ChangeFiles", "ChangeRuns",
+           "merge_change_files", "open_change_files"]
 
 _TABLE = TABLES["route_changes"]
 #: A task file's row groups hold about this many bytes of route text (`ROW_GROUP_ROWS`):
@@ -39,6 +39,9 @@ _TABLE = TABLES["route_changes"]
 ROW_GROUP_BYTES = 256 << 10
 #: ... and at least this many rows.
 ROW_GROUP_ROWS = 16
+#: A task writes its route changes in sorted runs of about this many bytes of route text
+#: (a task's memory; the merge takes every run as a file).
+RUN_BYTES = 64 << 20
 #: The merged file's row groups: about this many bytes of route text, or this many rows.
 _MERGED_GROUP_BYTES = 4 << 20
 _MERGED_GROUP_ROWS = 65_536
@@ -46,43 +49,39 @@ _MERGED_GROUP_ROWS = 65_536
 
 @attrs.frozen(kw_only=True)
 class ChangeFiles:
-    """A folder of the replay tasks' ``route_changes`` files, one per task number (read by
-    the driver and the executors alike: a local master's). Pickled into the tasks."""
+    """A folder of the replay tasks' ``route_changes`` files: a folder per task number
+    holding its sorted runs (read by the driver and the executors alike: a local
+    master's). Pickled into the tasks."""
 
     folder: str
 
     def path(self, task: int) -> str:
-        """Task ``task``'s file. O(1)."""
-        return os.path.join(self.folder, f"task-{task:05d}.parquet")
+        """Task ``task``'s folder. O(1)."""
+        return os.path.join(self.folder, f"task-{task:05d}")
+
+    def runs(self, task: int) -> ChangeRuns:
+        """In a task: the writer of its route changes (`ChangeRuns`). O(1)."""
+        return ChangeRuns(self.path(task))
 
     def write(self, task: int, rows: Iterable[Row]) -> str:
-        """In a task: ``rows`` (``route_changes`` rows, as dicts) sorted by the table's key
-        into task ``task``'s file, uncompressed, written aside and renamed into place (a
-        retried task replaces it whole). Row groups of about `ROW_GROUP_BYTES` of text.
-        Returns the path. O(rows log rows)."""
-        import pyarrow.parquet as pq
+        """In a task: all of ``rows`` through `runs` (``add`` each, then ``finish``).
+        Returns the task's folder."""
+        runs = self.runs(task)
+        for row in rows:
+            runs.add(row)
+        return runs.finish()
 
-        names = _TABLE.names
-        at = [names.index(c) for c in _TABLE.key]
-        values = sorted((tuple(r.get(c) for c in names) for r in rows),
-                        key=lambda v: tuple(v[i] for i in at))
-        schema = _TABLE.arrow_schema()
-        target = self.path(task)
-        aside = f"{target}.{os.getpid()}.part"
-        # not compressed, no dictionaries: the file lives until `merge_change_files`
-        # reads it once
-        with pq.ParquetWriter(aside, schema, compression="none",
-                              use_dictionary=False) as writer:
-            for chunk in _chunks(values, ROW_GROUP_BYTES, low=ROW_GROUP_ROWS):
-                writer.write_batch(_batch(schema, chunk))
-        os.replace(aside, target)
-        return target
+    def files(self, tasks: Iterable[int]) -> list[str]:
+        """The run files of tasks ``tasks``, in task and run order (on the driver, after
+        the tasks ended). O(files)."""
+        return [os.path.join(self.path(t), name) for t in tasks
+                for name in sorted(os.listdir(self.path(t))) if name.endswith(".parquet")]
 
     def frame(self, spark: Any, tasks: Sequence[int]) -> Any:
         """The ``route_changes`` table of tasks ``tasks``: their files read by Spark
         (planning only; a read of some columns reads only those). O(files)."""
         schema = _TABLE.spark_schema()
-        paths = [self.path(t) for t in tasks]
+        paths = self.files(tasks)
         if not paths:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).parquet(*paths)
@@ -90,6 +89,60 @@ class ChangeFiles:
     def unpersist(self) -> None:
         """Remove the folder (as a persisted frame is released). O(files)."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class ChangeRuns:
+    """One task's route changes as they come (`add`), written as sorted runs of about
+    `RUN_BYTES` of route text each (``run-00000.parquet``, ...: memory one run, however
+    long the task's journal), uncompressed, in a folder aside that `finish` renames into
+    place (a retried task's folder replaces the earlier attempt's whole)."""
+
+    def __init__(self, target: str) -> None:
+        self._target = target
+        self._aside = f"{target}.{os.getpid()}.part"
+        if os.path.exists(self._aside):
+            shutil.rmtree(self._aside)
+        os.makedirs(self._aside)
+        self._held: list[tuple[Any, ...]] = []
+        self._text = 0
+        self._count = 0
+        names = _TABLE.names
+        self._at = [names.index(c) for c in _TABLE.key]
+        self._json = names.index("route_json")
+
+    def add(self, row: Row) -> None:
+        """One ``route_changes`` row (a dict). O(1), a run's sort and write when full."""
+        values = tuple(row.get(c) for c in _TABLE.names)
+        self._held.append(values)
+        self._text += len(values[self._json] or "")
+        if self._text >= RUN_BYTES:
+            self._flush()
+
+    def finish(self) -> str:
+        """Write the last run (an empty one if the task had none) and move the folder into
+        place. Returns it. O(held rows log held rows)."""
+        if self._held or not self._count:
+            self._flush()
+        if os.path.exists(self._target):
+            shutil.rmtree(self._target)
+        os.replace(self._aside, self._target)
+        return self._target
+
+    def _flush(self) -> None:
+        import pyarrow.parquet as pq
+
+        at = self._at
+        values = sorted(self._held, key=lambda v: tuple(v[i] for i in at))
+        schema = _TABLE.arrow_schema()
+        path = os.path.join(self._aside, f"run-{self._count:05d}.parquet")
+        # not compressed, no dictionaries: the file lives until `merge_change_files`
+        # reads it once
+        with pq.ParquetWriter(path, schema, compression="none",
+                              use_dictionary=False) as writer:
+            for chunk in _chunks(values, ROW_GROUP_BYTES, low=ROW_GROUP_ROWS):
+                writer.write_batch(_batch(schema, chunk))
+        self._held, self._text = [], 0
+        self._count += 1
 
 
 def open_change_files(spark: Any) -> ChangeFiles | None:

@@ -32,7 +32,7 @@ from typing import Any
 from ._change_files import ChangeFiles, open_change_files
 from ._files import Line, line_key, raw_lines
 from ._read_replay import NsStats, ReadReplay, gap_messages, name_server_rows
-from ._schema import TABLES, Emitted, Row
+from ._schema import TABLES, Emitted
 from ._spark_groups import replay_groups
 from ._spark_lines import Lines
 from ._spark_rows import (
@@ -85,7 +85,7 @@ def replay(spark: Any, found: Lines, partition: str, say: Say) -> Replayed:
         written: tuple[str, ...] = ()
     else:  # the tasks wrote them, a file each
         tasks = [t for t in range(read_tasks) if os.path.exists(sink.path(t))]
-        changes, written = sink.frame(spark, tasks), tuple(sink.path(t) for t in tasks)
+        changes, written = sink.frame(spark, tasks), tuple(sink.files(tasks))
     return Replayed(
         rows=rows, contributions=None,
         persisted=(stage, side) if sink is None else (stage, side, sink),
@@ -243,7 +243,7 @@ def local_file_step(paths: Mapping[int, str], names: Mapping[int, str],
     it over (the lines never cross into Arrow), so a record costs only its Python work.
     Relative paths are resolved here, on the driver: an executor's working directory is
     not the driver's. With a ``sink``, a task's route changes go to its file there
-    (`ChangeFiles.write`, named by its first row's ``id``: one task per file), not among
+    (`ChangeFiles.runs`, named by its first row's ``id``: one task per file), not among
     its rows."""
     opened = {order: (path, os.path.abspath(path), names[order])
               for order, path in paths.items() if order in names}
@@ -285,13 +285,13 @@ def _file_rows(batches: Iterable[Any], *, files: Sequence[tuple[str, str, str]],
     if sink is None or not ids:
         yield from rows
         return
-    changes: list[Row] = []
+    runs = sink.runs(ids[0])
     for table, row in rows:
         if table == "route_changes":
-            changes.append(row)
+            runs.add(row)
         else:
             yield table, row
-    sink.write(ids[0], changes)
+    runs.finish()
 
 
 def _read_task(lines: Iterable[Line], replay: bool) -> Iterator[Emitted]:

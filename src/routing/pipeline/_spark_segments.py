@@ -43,7 +43,7 @@ from typing import Any
 import attrs
 
 from ..journal import is_gzip
-from ._change_files import ChangeFiles, open_change_files
+from ._change_files import ChangeFiles, ChangeRuns, open_change_files
 from ._files import first_name, has_scheme
 from ._read_replay import ReadReplay, count_rejected, gap_messages, name_server_rows
 from ._schema import TABLES, Emitted, Row
@@ -260,7 +260,7 @@ def _segment_step(tasks: Mapping[int, _Task], kill: str | None,
     """The tasks' Python step: input row ``id`` n runs ``tasks[n]``; its packed rows
     (`packed`) carry ``seg`` = n, then one row (``piece`` = `PIECE_OUTCOME`) its
     `SegmentOutcome` as JSON bytes in ``ipc``. With a ``sink`` its route changes are not
-    among those rows: the task writes them to its file there (`ChangeFiles.write`)."""
+    among those rows: the task writes them to its folder there (`ChangeFiles.runs`)."""
 
     def run(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -268,13 +268,13 @@ def _segment_step(tasks: Mapping[int, _Task], kill: str | None,
         for (number,) in list(rows_of(batches, ("id",))):
             task = tasks[number]
             one = SegmentRun(task.ns, task.first)
-            changes: list[Row] | None = None if sink is None else []
+            runs = None if sink is None else sink.runs(number)
             inner = packed(python_step(partial(_task_rows, task=task, run=one,
-                                               changes=changes), kill=kill))
+                                               changes=runs), kill=kill))
             for batch in inner(()):
                 yield _with_seg(batch, number)
-            if sink is not None and changes is not None:
-                sink.write(number, changes)
+            if runs is not None:
+                runs.finish()
             doc = one.outcome().to_json()
             doc["task"] = number
             names = TABLES["route_changes"].names
@@ -297,7 +297,7 @@ def _with_seg(batch: Any, number: int) -> Any:
 
 
 def _task_rows(_batches: Iterable[Any], *, task: _Task, run: SegmentRun,
-               changes: list[Row] | None = None) -> Iterator[Emitted]:
+               changes: ChangeRuns | None = None) -> Iterator[Emitted]:
     """One task's rows (all but sessions, which its outcome keeps): ``run`` over its
     lines; with ``changes``, the route changes go there instead."""
     journal = task.journal
@@ -307,7 +307,7 @@ def _task_rows(_batches: Iterable[Any], *, task: _Task, run: SegmentRun,
         return
     for table, row in rows:
         if table == "route_changes":
-            changes.append(row)
+            changes.add(row)
         else:
             yield table, row
 
@@ -362,4 +362,4 @@ def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
         sessions=tuple({c: r[c] for c in SESSION_ENDS} for r in sessions),
         rejected=rejected, name_servers=tuple(name_server_rows(stats, rejected)),
         gaps=tuple(gap_messages(stats)), partitions={ns: len(runs) for ns, runs in used.items()},
-        read_tasks=tasks, change_files=() if sink is None else tuple(sink.path(t) for t in chosen))
+        read_tasks=tasks, change_files=() if sink is None else tuple(sink.files(chosen)))
