@@ -21,7 +21,9 @@ GiB, no line parsed). Then:
    more small job per round, only for damaged journals;
 3. the sessions cut by boundaries are stitched and the counts added up on the driver
    (`_segments.stitch`; O(sessions)); the route changes, expiries and rejections are the
-   used tasks' rows, filtered by ``seg`` (no job).
+   used tasks' rows, filtered by ``seg`` (no job). On a local master the tasks write their
+   route changes as files of their own instead (``_change_files.py``): the table is the
+   used tasks' files.
 
 Not this way (the caller replays each name server in one task, `_spark_replay._read`):
 no snapshot in any file (old journals), a gzip file, inputs that are not local plain
