@@ -46,7 +46,7 @@ typecheck: venv
 	$(BIN)/mypy --strict src
 
 pytest: venv java-check node-client browser
-	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest -q
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} $(BIN)/python -m pytest -q --durations=15
 
 # The package as users get it: wheel + sdist, installed (not editable) in a fresh venv
 # outside the checkout, then import, CLI, plugin fixtures and from_type checked there.

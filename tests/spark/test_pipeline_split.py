@@ -164,19 +164,18 @@ def _written(folder: Path) -> dict[str, list[dict[str, Any]]]:
             for name, table in TABLES.items()}
 
 
-@pytest.mark.parametrize("damaged", [False, True])
 def test_the_tasks_write_route_changes_themselves_and_the_written_tables_equal(
-        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool) -> None:
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a local master the split's tasks write their route changes as files of their own
     (``_change_files.py``), and `Analysis.write` merges the used tasks' files: every
-    written table equals the reference's files, healthy or behind dirty boundaries
-    (continuations replace some tasks' files), also when the first task's Python worker
-    dies and the task runs again; the files are gone after `unpersist`."""
+    written table equals the reference's files behind dirty boundaries (continuations
+    replace some tasks' files; healthy boundaries between the others), also when the
+    first task's Python worker dies and the task runs again; the files are gone after
+    `unpersist`."""
     monkeypatch.setattr(_spark_segments, "MIN_TASKS", 9)
     monkeypatch.setattr(_spark_segments, "TASKS_PER_SLOT", 1)
     journals = _journals(6)
-    if damaged:
-        _damage(journals)
+    _damage(journals)
     folder = _write(tmp_path / "in", {f"{ns}.jsonl": lines for ns, lines in journals.items()})
     analyze_local_to(tmp_path / "expected", folder, at=AT)
     marker = tmp_path / "killed"
@@ -200,39 +199,25 @@ def test_the_tasks_write_route_changes_themselves_and_the_written_tables_equal(
     assert not rows_equal(expected, got)
 
 
-def test_the_tasks_route_changes_are_written_by_spark_when_not_overwriting(
-        spark: Any, tmp_path: Path) -> None:
-    """``mode="append"`` (or a URI) is Spark's own writer: the table read from the tasks'
-    files is written like any other, and equals the reference's."""
-    folder = _write(tmp_path / "in", {f"{ns}.jsonl": lines
-                                      for ns, lines in _journals(5).items()})
-    analyze_local_to(tmp_path / "expected", folder, at=AT)
-    analysis = analyze(spark, str(folder), at=AT)
-    try:
-        assert analysis._change_files
-        analysis.write(str(tmp_path / "got"), mode="append")
-    finally:
-        analysis.unpersist()
-    names = os.listdir(tmp_path / "got" / "route_changes")
-    assert "part-00000.parquet" not in names  # Spark's own file names
-    assert not rows_equal(_written(tmp_path / "expected"), _written(tmp_path / "got"))
-
-
-@pytest.mark.parametrize(("partition", "every_ms"), [("ns", None), ("ns-whole", 300_000)])
 def test_whole_files_tasks_write_route_changes_themselves_too(
-        spark: Any, tmp_path: Path, partition: str, every_ms: int | None) -> None:
-    """One task per journal file (no snapshots, or ``ns-whole``): each task writes its
-    route changes as a file of its own, and the written tables equal the reference's."""
-    journals = _journals(7, every_ms=every_ms)
+        spark: Any, tmp_path: Path) -> None:
+    """One task per journal file (no snapshots): each task writes its route changes as a
+    file of its own, and the written tables equal the reference's; written again with
+    ``mode="append"`` (Spark's own writer: the frame read from the tasks' files is written
+    like any other table) they equal it too."""
+    journals = _journals(7, every_ms=None)
     folder = _write(tmp_path / "in", {f"{ns}.jsonl": lines for ns, lines in journals.items()})
     analyze_local_to(tmp_path / "expected", folder, at=AT)
-    analysis = analyze(spark, str(folder), at=AT, partition=partition)
+    analysis = analyze(spark, str(folder), at=AT)
     try:
         assert analysis.partitions == dict.fromkeys(journals, 1)
         assert len(analysis._change_files) == len(journals)  # one file per task
         analysis.write(str(tmp_path / "got"))
+        analysis.write(str(tmp_path / "appended"), mode="append")
     finally:
         analysis.unpersist()
     expected = _written(tmp_path / "expected")
     assert expected["route_changes"]
     assert not rows_equal(expected, _written(tmp_path / "got"))
+    assert "part-00000.parquet" not in os.listdir(tmp_path / "appended" / "route_changes")
+    assert not rows_equal(expected, _written(tmp_path / "appended"))
