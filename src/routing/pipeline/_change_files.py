@@ -28,7 +28,8 @@ from typing import Any
 
 import attrs
 
-from ._schema import TABLES, Row
+from ._schema import TABLES, Emitted, Row
+from ._store import BATCH_ROWS, text_batches, tuple_batch
 
 __all__ = ["ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "RUN_BYTES", "ChangeFiles", "ChangeRuns",
            "merge_change_files", "open_change_files"]
@@ -77,11 +78,11 @@ class ChangeFiles:
         return [os.path.join(self.path(t), name) for t in tasks
                 for name in sorted(os.listdir(self.path(t))) if name.endswith(".parquet")]
 
-    def frame(self, spark: Any, tasks: Sequence[int]) -> Any:
-        """The ``route_changes`` table of tasks ``tasks``: their files read by Spark
-        (planning only; a read of some columns reads only those). O(files)."""
+    @staticmethod
+    def frame(spark: Any, paths: Sequence[str]) -> Any:
+        """The ``route_changes`` table of the run files ``paths`` (`files`), read by
+        Spark (planning only; a read of some columns reads only those). O(files)."""
         schema = _TABLE.spark_schema()
-        paths = self.files(tasks)
         if not paths:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).parquet(*paths)
@@ -98,7 +99,8 @@ class ChangeRuns:
     place (a retried task's folder replaces the earlier attempt's whole)."""
 
     def __init__(self, target: str) -> None:
-        self._target = target
+        #: the folder `finish` moves the runs to
+        self.path = target
         self._aside = f"{target}.{os.getpid()}.part"
         if os.path.exists(self._aside):
             shutil.rmtree(self._aside)
@@ -118,15 +120,25 @@ class ChangeRuns:
         if self._text >= RUN_BYTES:
             self._flush()
 
+    def divert(self, rows: Iterable[Emitted]) -> Iterator[Emitted]:
+        """``rows`` but the ``route_changes`` ones, which are `add`ed here; `finish` once
+        ``rows`` end. O(rows)."""
+        for table, row in rows:
+            if table == "route_changes":
+                self.add(row)
+            else:
+                yield table, row
+        self.finish()
+
     def finish(self) -> str:
         """Write the last run (an empty one if the task had none) and move the folder into
         place. Returns it. O(held rows log held rows)."""
         if self._held or not self._count:
             self._flush()
-        if os.path.exists(self._target):
-            shutil.rmtree(self._target)
-        os.replace(self._aside, self._target)
-        return self._target
+        if os.path.exists(self.path):
+            shutil.rmtree(self.path)
+        os.replace(self._aside, self.path)
+        return self.path
 
     def _flush(self) -> None:
         import pyarrow.parquet as pq
@@ -139,8 +151,9 @@ class ChangeRuns:
         # reads it once
         with pq.ParquetWriter(path, schema, compression="none",
                               use_dictionary=False) as writer:
-            for chunk in _chunks(values, ROW_GROUP_BYTES, low=ROW_GROUP_ROWS):
-                writer.write_batch(_batch(schema, chunk))
+            for chunk in text_batches(values, text=ROW_GROUP_BYTES,
+                                      bounds=(ROW_GROUP_ROWS, BATCH_ROWS[1])):
+                writer.write_batch(tuple_batch(schema, chunk))
         self._held, self._text = [], 0
         self._count += 1
 
@@ -240,24 +253,3 @@ class _Cursor:
                    self._ends[self._at + k] - self._ends[self._at])
             self._at += k
             n -= k
-
-
-def _chunks(values: Sequence[tuple[Any, ...]], limit: int, *, low: int
-            ) -> Iterator[Sequence[tuple[Any, ...]]]:
-    """``values`` in runs that end once they hold ``low`` rows and ``limit`` characters of
-    text. O(rows × columns)."""
-    start, held = 0, 0
-    for i, v in enumerate(values):
-        held += sum(len(x) for x in v if isinstance(x, str))
-        if i + 1 - start >= low and held >= limit:
-            yield values[start:i + 1]
-            start, held = i + 1, 0
-    if start < len(values):
-        yield values[start:]
-
-
-def _batch(schema: Any, chunk: Sequence[tuple[Any, ...]]) -> Any:
-    import pyarrow as pa
-
-    return pa.record_batch([pa.array([r[i] for r in chunk], type=field.type)
-                            for i, field in enumerate(schema)], schema=schema)

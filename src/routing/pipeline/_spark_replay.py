@@ -85,7 +85,8 @@ def replay(spark: Any, found: Lines, partition: str, say: Say) -> Replayed:
         written: tuple[str, ...] = ()
     else:  # the tasks wrote them, a file each
         tasks = [t for t in range(read_tasks) if os.path.exists(sink.path(t))]
-        changes, written = sink.frame(spark, tasks), tuple(sink.files(tasks))
+        written = tuple(sink.files(tasks))
+        changes = sink.frame(spark, written)
     return Replayed(
         rows=rows, contributions=None,
         persisted=(stage, side) if sink is None else (stage, side, sink),
@@ -285,13 +286,7 @@ def _file_rows(batches: Iterable[Any], *, files: Sequence[tuple[str, str, str]],
     if sink is None or not ids:
         yield from rows
         return
-    runs = sink.runs(ids[0])
-    for table, row in rows:
-        if table == "route_changes":
-            runs.add(row)
-        else:
-            yield table, row
-    runs.finish()
+    yield from sink.runs(ids[0]).divert(rows)
 
 
 def _read_task(lines: Iterable[Line], replay: bool) -> Iterator[Emitted]:

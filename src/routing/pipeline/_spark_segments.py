@@ -275,8 +275,6 @@ def _segment_step(tasks: Mapping[int, _Task], kill: str | None,
                                                changes=runs), kill=kill))
             for batch in inner(()):
                 yield _with_seg(batch, number)
-            if runs is not None:
-                runs.finish()
             doc = one.outcome().to_json()
             doc["task"] = number
             names = TABLES["route_changes"].names
@@ -301,17 +299,10 @@ def _with_seg(batch: Any, number: int) -> Any:
 def _task_rows(_batches: Iterable[Any], *, task: _Task, run: SegmentRun,
                changes: ChangeRuns | None = None) -> Iterator[Emitted]:
     """One task's rows (all but sessions, which its outcome keeps): ``run`` over its
-    lines; with ``changes``, the route changes go there instead."""
+    lines; with ``changes``, the route changes go there instead (`ChangeRuns.divert`)."""
     journal = task.journal
     rows = run.replay(journal.lines(task.first), journal.sizes(task.first), go_on=task.go_on)
-    if changes is None:
-        yield from rows
-        return
-    for table, row in rows:
-        if table == "route_changes":
-            changes.add(row)
-        else:
-            yield table, row
+    yield from rows if changes is None else changes.divert(rows)
 
 
 def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
@@ -346,8 +337,9 @@ def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
             changes = part if changes is None else changes.unionByName(part)
         more = stage.filter(keep & (F.col("piece") == PIECE_REST)).select("ipc")
         rest = more if rest is None else rest.unionByName(more)
+    written = () if sink is None else tuple(sink.files(chosen))
     if sink is not None:
-        changes = sink.frame(spark, chosen)
+        changes = sink.frame(spark, written)
     assert rest is not None and changes is not None
     # as many partitions downstream as task slots, not one per segment: a table's job and
     # the sweep's map side then start a few tasks, each reading several persisted blocks
@@ -364,4 +356,4 @@ def _replayed(spark: Any, stages: Sequence[Any], chosen: Sequence[int],
         sessions=tuple({c: r[c] for c in SESSION_ENDS} for r in sessions),
         rejected=rejected, name_servers=tuple(name_server_rows(stats, rejected)),
         gaps=tuple(gap_messages(stats)), partitions={ns: len(runs) for ns, runs in used.items()},
-        read_tasks=tasks, change_files=() if sink is None else tuple(sink.files(chosen)))
+        read_tasks=tasks, change_files=written)

@@ -27,7 +27,8 @@ from ._schema import SUMMARY_COLUMNS, TABLES, Row, Table, group_rejected, sort_v
 from ._spill import RouteTexts, SortedRuns, SpillFolder
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "LAZY", "POOL_MAX", "SPILL_ROWS", "ParquetRows",
-           "TableStore", "sort_tuples", "text_batches", "write_local_tables", "write_parquet"]
+           "TableStore", "sort_tuples", "text_batches", "tuple_batch", "write_local_tables",
+           "write_parquet"]
 
 #: A row kept compact: its values in column order (lists stored as tuples).
 Values = tuple[Any, ...]
@@ -323,11 +324,13 @@ def write_parquet(table: Table, rows: Iterable[Values], target: Path) -> Path:
     path = target / "part-00000.parquet"
     with pq.ParquetWriter(path, schema) as writer:
         for chunk in text_batches(rows):
-            writer.write_batch(_record_batch(schema, chunk))
+            writer.write_batch(tuple_batch(schema, chunk))
     return path
 
 
-def _record_batch(schema: Any, chunk: list[Values]) -> Any:
+def tuple_batch(schema: Any, chunk: Sequence[Values]) -> Any:
+    """Tuple rows (values in ``schema``'s order) as one Arrow record batch of ``schema``,
+    built column by column. O(rows × columns)."""
     import pyarrow as pa
 
     arrays = [pa.array([r[i] for r in chunk], type=field.type)
@@ -335,17 +338,19 @@ def _record_batch(schema: Any, chunk: list[Values]) -> Any:
     return pa.record_batch(arrays, schema=schema)
 
 
-def text_batches(rows: Iterable[Values]) -> Iterator[list[Values]]:
-    """``rows`` in lists of at most ``BATCH_ROWS[1]`` rows, each ending as soon as it holds
-    at least ``BATCH_ROWS[0]`` rows and `BATCH_BYTES` characters of text (the bound of
-    `write_parquet`'s batches). O(rows × columns)."""
-    low, high = BATCH_ROWS
+def text_batches(rows: Iterable[Values], *, text: int | None = None,
+                 bounds: tuple[int, int] | None = None) -> Iterator[list[Values]]:
+    """``rows`` in lists of at most ``bounds[1]`` rows, each ending as soon as it holds
+    at least ``bounds[0]`` rows and ``text`` characters of text (by default `BATCH_ROWS`
+    and `BATCH_BYTES`: the bound of `write_parquet`'s batches). O(rows × columns)."""
+    low, high = BATCH_ROWS if bounds is None else bounds
+    limit = BATCH_BYTES if text is None else text
     chunk: list[Values] = []
     held = 0
     for row in rows:
         chunk.append(row)
         held += sum(len(v) for v in row if isinstance(v, str))
-        if len(chunk) >= high or (held >= BATCH_BYTES and len(chunk) >= low):
+        if len(chunk) >= high or (held >= limit and len(chunk) >= low):
             yield chunk
             chunk, held = [], 0
     if chunk:
